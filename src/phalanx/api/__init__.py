@@ -1,0 +1,1 @@
+"""Kubernetes objects phalanx reads: typed models, decoding with field paths, quantities, selectors, validation."""

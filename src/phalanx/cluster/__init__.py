@@ -1,0 +1,1 @@
+"""The cluster state: node table (numpy), label index, pod accounting, assume/forget of tentative placements."""

@@ -1,0 +1,1 @@
+"""The scheduler engine: framework, plugins, queue and the PodGroup cycle."""

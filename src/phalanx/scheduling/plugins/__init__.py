@@ -1,0 +1,1 @@
+"""One module per plugin, named after kube-scheduler's plugin."""
