@@ -1,0 +1,265 @@
+"""Reading Kubernetes objects: multi-document YAML and JSON files, directories, ``kind: List`` and stdin.
+
+Objects are decoded leniently into the typed models of :mod:`phalanx.api.models`; kinds phalanx does not use are
+skipped. Line numbers are found only when a problem is reported (``locate``), so the fast path never builds a
+node tree.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+import msgspec
+import yaml
+
+from phalanx.api import models as m
+from phalanx.api.errors import FieldError, InputError, Problem, Source
+
+__all__ = ["KINDS", "NAMESPACED", "Inventory", "RawObject", "decode", "load", "locate", "problem_at", "read"]
+
+_Loader: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+# (apiVersion, kind) -> model. Other kinds are not needed by the scheduler and are ignored.
+KINDS: dict[tuple[str, str], type[msgspec.Struct]] = {
+    ("v1", "Node"): m.Node,
+    ("v1", "Pod"): m.Pod,
+    ("scheduling.k8s.io/v1", "PriorityClass"): m.PriorityClass,
+    ("policy/v1", "PodDisruptionBudget"): m.PodDisruptionBudget,
+    ("scheduling.k8s.io/v1alpha2", "Workload"): m.Workload,
+    ("scheduling.k8s.io/v1alpha2", "PodGroup"): m.PodGroup,
+}
+NAMESPACED = {"Pod", "PodDisruptionBudget", "Workload", "PodGroup"}
+_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+@dataclass(slots=True)
+class RawObject:
+    source: Source
+    data: dict[str, Any]
+
+
+@dataclass
+class Inventory:
+    """The decoded objects, by kind, each with the place it came from."""
+
+    nodes: list[m.Node] = field(default_factory=list)
+    pods: list[m.Pod] = field(default_factory=list)
+    priority_classes: list[m.PriorityClass] = field(default_factory=list)
+    pdbs: list[m.PodDisruptionBudget] = field(default_factory=list)
+    workloads: list[m.Workload] = field(default_factory=list)
+    pod_groups: list[m.PodGroup] = field(default_factory=list)
+    sources: dict[int, Source] = field(default_factory=dict)
+    texts: dict[str, str] = field(default_factory=dict)  # stdin's text, kept to locate lines
+
+    def source_of(self, obj: object) -> Source:
+        return self.sources.get(id(obj), Source("<generated>"))
+
+    def all_objects(self) -> Iterator[msgspec.Struct]:
+        yield from self.nodes
+        yield from self.pods
+        yield from self.priority_classes
+        yield from self.pdbs
+        yield from self.workloads
+        yield from self.pod_groups
+
+
+_LISTS = {
+    m.Node: "nodes",
+    m.Pod: "pods",
+    m.PriorityClass: "priority_classes",
+    m.PodDisruptionBudget: "pdbs",
+    m.Workload: "workloads",
+    m.PodGroup: "pod_groups",
+}
+
+
+def load(paths: Sequence[str], stdin: TextIO | None = None) -> Inventory:
+    """Read and decode every object under ``paths``. Raises :class:`InputError` listing every problem."""
+    texts: dict[str, str] = {}
+    raws = read(paths, stdin, texts)
+    inv = decode(raws, texts)
+    return inv
+
+
+def read(paths: Sequence[str], stdin: TextIO | None, texts: dict[str, str]) -> list[RawObject]:
+    """Parse the files into raw objects, flattening Lists. Unparseable files are errors."""
+    problems: list[str] = []
+    out: list[RawObject] = []
+    for path in _expand(paths, problems):
+        try:
+            if path == "-":
+                text = (stdin or sys.stdin).read()
+                texts["-"] = text
+            else:
+                text = Path(path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            problems.append(f"{path}: cannot read: {exc}")
+            continue
+        try:
+            docs = _parse(path, text)
+        except (yaml.YAMLError, ValueError) as exc:
+            problems.append(_parse_problem(path, exc))
+            continue
+        for index, doc in enumerate(docs):
+            _flatten(out, path, index, doc, problems)
+    if problems:
+        raise InputError(problems)
+    return out
+
+
+def _expand(paths: Sequence[str], problems: list[str]) -> Iterator[str]:
+    for path in paths:
+        if path == "-":
+            yield path
+        elif os.path.isdir(path):
+            found = sorted(str(p) for p in Path(path).rglob("*") if p.suffix in _SUFFIXES and p.is_file())
+            yield from found
+        elif os.path.exists(path):
+            yield path
+        else:
+            problems.append(f"{path}: no such file or directory")
+
+
+def _parse(path: str, text: str) -> list[Any]:
+    if path.endswith(".json"):
+        try:
+            return [json.loads(text)]
+        except json.JSONDecodeError:
+            pass  # a stream of JSON documents is still YAML
+    return [d for d in yaml.load_all(text, Loader=_Loader) if d is not None]
+
+
+def _parse_problem(path: str, exc: Exception) -> str:
+    mark = getattr(exc, "problem_mark", None)
+    line = f":{mark.line + 1}" if mark is not None else ""
+    problem = getattr(exc, "problem", None) or str(exc)
+    return f"{path}{line}: cannot parse: {problem}"
+
+
+def _flatten(out: list[RawObject], path: str, index: int, doc: Any, problems: list[str]) -> None:
+    if not isinstance(doc, dict):
+        problems.append(f"{path}: document {index + 1}: expected an object, got {type(doc).__name__}")
+        return
+    kind = doc.get("kind")
+    if isinstance(kind, str) and kind.endswith("List") and isinstance(doc.get("items"), list):
+        for item_index, item in enumerate(doc["items"]):
+            if isinstance(item, dict):
+                out.append(RawObject(Source(path, index, item_index), item))
+            else:
+                problems.append(f"{path}: items[{item_index}]: expected an object")
+        return
+    out.append(RawObject(Source(path, index), doc))
+
+
+def decode(raws: list[RawObject], texts: dict[str, str] | None = None) -> Inventory:
+    """Decode raw objects into typed models; known kinds only. Type errors carry their field path."""
+    inv = Inventory(texts=texts or {})
+    problems: list[Problem] = []
+    seen: dict[tuple[str, str, str], Source] = {}
+    for raw in raws:
+        model = KINDS.get((str(raw.data.get("apiVersion", "")), str(raw.data.get("kind", ""))))
+        if model is None:
+            continue
+        try:
+            obj = msgspec.convert(raw.data, model)
+        except msgspec.ValidationError as exc:
+            problems.append(_type_problem(raw, exc, inv.texts))
+            continue
+        meta: m.ObjectMeta = obj.metadata  # type: ignore[attr-defined]
+        kind: str = obj.kind  # type: ignore[attr-defined]
+        if kind in NAMESPACED and not meta.namespace:
+            meta.namespace = "default"
+        key = (kind, meta.namespace, meta.name)
+        if meta.name and key in seen:
+            err = FieldError.duplicate("metadata.name", meta.name)
+            problems.append(_problem(raw.source, kind, meta.namespace, meta.name, err, inv.texts))
+            continue
+        seen[key] = raw.source
+        getattr(inv, _LISTS[model]).append(obj)
+        inv.sources[id(obj)] = raw.source
+    if problems:
+        raise InputError(problems)
+    return inv
+
+
+def _type_problem(raw: RawObject, exc: msgspec.ValidationError, texts: dict[str, str]) -> Problem:
+    text = str(exc)
+    message, _, where = text.partition(" - at `$")
+    path = where.rstrip("`").lstrip(".")
+    meta = raw.data.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
+    detail = message.replace("Expected `", "must be of type ").replace("`, got `", ", got ").rstrip("`")
+    err = FieldError(path, f"Invalid value: {detail}")
+    return _problem(
+        raw.source, str(raw.data.get("kind")), str(meta.get("namespace", "")), str(meta.get("name", "")), err, texts
+    )
+
+
+def problem_at(inv: Inventory, obj: msgspec.Struct, err: FieldError) -> Problem:
+    """A problem with ``obj`` (an object of ``inv``), located at the line of the field ``err`` names."""
+    meta: m.ObjectMeta = obj.metadata  # type: ignore[attr-defined]
+    return _problem(inv.source_of(obj), obj.kind, meta.namespace, meta.name, err, inv.texts)  # type: ignore[attr-defined]
+
+
+def _problem(source: Source, kind: str, ns: str, name: str, err: FieldError, texts: dict[str, str]) -> Problem:
+    line = locate(source, err.path, texts)
+    return Problem(Source(source.path, source.doc, source.item, line), kind, ns, name, err)
+
+
+def locate(source: Source, path: str, texts: dict[str, str] | None = None) -> int:
+    """The 1-based line of ``path`` (``spec.containers[0].name``) in the object at ``source``, or of its
+    closest existing parent. 0 when the file cannot be read again."""
+    try:
+        text = (texts or {}).get(source.path) if source.path == "-" else Path(source.path).read_text("utf-8")
+        if text is None:
+            return 0
+        nodes = list(yaml.compose_all(text, Loader=_Loader))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return 0
+    docs = [n for n in nodes if n is not None]
+    if source.doc >= len(docs):
+        return 0
+    node: yaml.Node = docs[source.doc]
+    steps: list[str | int] = []
+    if source.item is not None:
+        steps += ["items", source.item]
+    steps += _split_path(path)
+    for step in steps:
+        child = _child(node, step)
+        if child is None:
+            break
+        node = child
+    return int(node.start_mark.line) + 1
+
+
+def _split_path(path: str) -> list[str | int]:
+    steps: list[str | int] = []
+    for part in path.replace("]", "").split("."):
+        if not part:
+            continue
+        name, *indexes = part.split("[")
+        if name:
+            steps.append(name)
+        steps.extend(int(i) if i.isdigit() else i for i in indexes)
+    return steps
+
+
+def _child(node: yaml.Node, step: str | int) -> yaml.Node | None:
+    if isinstance(node, yaml.MappingNode) and isinstance(step, str):
+        for key, value in node.value:
+            if getattr(key, "value", None) == step:
+                return value  # type: ignore[no-any-return]
+    if isinstance(node, yaml.SequenceNode) and isinstance(step, int) and step < len(node.value):
+        return node.value[step]  # type: ignore[no-any-return]
+    if isinstance(node, yaml.MappingNode) and isinstance(step, int | str):
+        # map-keyed paths such as resources.requests[cpu]
+        for key, value in node.value:
+            if str(getattr(key, "value", None)) == str(step):
+                return value  # type: ignore[no-any-return]
+    return None

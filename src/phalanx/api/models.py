@@ -1,0 +1,377 @@
+"""Typed models of the Kubernetes objects phalanx reads, decoded leniently as kube-apiserver does.
+
+Only the fields the scheduler uses are declared; unknown fields are ignored. Every field has a default, so a
+missing required field is reported by validation (with kube-apiserver's "Required value"), not by decoding.
+Quantities stay as written (``str | int | float``) and are parsed by :mod:`phalanx.api.quantity`.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import msgspec
+
+__all__ = [
+    "Affinity",
+    "BasicSchedulingPolicy",
+    "Condition",
+    "Container",
+    "ContainerPort",
+    "GangSchedulingPolicy",
+    "LabelSelector",
+    "LabelSelectorRequirement",
+    "Node",
+    "NodeAffinity",
+    "NodeSelector",
+    "NodeSelectorRequirement",
+    "NodeSelectorTerm",
+    "NodeSpec",
+    "NodeStatus",
+    "ObjectMeta",
+    "OwnerReference",
+    "Pod",
+    "PodCondition",
+    "PodDisruptionBudget",
+    "PodDisruptionBudgetSpec",
+    "PodGroup",
+    "PodGroupResourceClaim",
+    "PodGroupSchedulingConstraints",
+    "PodGroupSchedulingPolicy",
+    "PodGroupSpec",
+    "PodGroupStatus",
+    "PodGroupTemplate",
+    "PodGroupTemplateReference",
+    "PodSchedulingGate",
+    "PodSchedulingGroup",
+    "PodSpec",
+    "PodStatus",
+    "PreferredSchedulingTerm",
+    "PriorityClass",
+    "Quantity",
+    "ResourceList",
+    "ResourceRequirements",
+    "Taint",
+    "Toleration",
+    "TopologyConstraint",
+    "TypedLocalObjectReference",
+    "Workload",
+    "WorkloadPodGroupTemplateReference",
+    "WorkloadSpec",
+]
+
+Quantity = str | int | float
+ResourceList = dict[str, Quantity]
+
+
+class _Model(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):
+    pass
+
+
+class OwnerReference(_Model):
+    api_version: str = ""
+    kind: str = ""
+    name: str = ""
+    uid: str = ""
+    controller: bool | None = None
+    block_owner_deletion: bool | None = None
+
+
+class ObjectMeta(_Model):
+    name: str = ""
+    generate_name: str = ""
+    namespace: str = ""
+    uid: str = ""
+    resource_version: str = ""
+    generation: int = 0
+    labels: dict[str, str] = {}
+    annotations: dict[str, str] = {}
+    creation_timestamp: datetime | None = None
+    deletion_timestamp: datetime | None = None
+    owner_references: list[OwnerReference] = []
+    finalizers: list[str] = []
+
+
+# --- selectors -------------------------------------------------------------------------------------------------
+
+
+class LabelSelectorRequirement(_Model):
+    key: str = ""
+    operator: str = ""
+    values: list[str] = []
+
+
+class LabelSelector(_Model):
+    match_labels: dict[str, str] = {}
+    match_expressions: list[LabelSelectorRequirement] = []
+
+
+class NodeSelectorRequirement(_Model):
+    key: str = ""
+    operator: str = ""
+    values: list[str] = []
+
+
+class NodeSelectorTerm(_Model):
+    match_expressions: list[NodeSelectorRequirement] = []
+    match_fields: list[NodeSelectorRequirement] = []
+
+
+class NodeSelector(_Model):
+    node_selector_terms: list[NodeSelectorTerm] = []
+
+
+class PreferredSchedulingTerm(_Model):
+    weight: int = 0
+    preference: NodeSelectorTerm = msgspec.field(default_factory=NodeSelectorTerm)
+
+
+class NodeAffinity(_Model):
+    required_during_scheduling_ignored_during_execution: NodeSelector | None = None
+    preferred_during_scheduling_ignored_during_execution: list[PreferredSchedulingTerm] = []
+
+
+class Affinity(_Model):
+    node_affinity: NodeAffinity | None = None
+    # Inter-pod (anti-)affinity is kept as written until the InterPodAffinity plugin decodes it.
+    pod_affinity: dict[str, Any] | None = None
+    pod_anti_affinity: dict[str, Any] | None = None
+
+
+# --- nodes -----------------------------------------------------------------------------------------------------
+
+
+class Taint(_Model):
+    key: str = ""
+    value: str = ""
+    effect: str = ""
+
+
+class Toleration(_Model):
+    key: str = ""
+    operator: str = ""
+    value: str = ""
+    effect: str = ""
+    toleration_seconds: int | None = None
+
+
+class NodeSpec(_Model):
+    unschedulable: bool = False
+    taints: list[Taint] = []
+
+
+class NodeStatus(_Model):
+    capacity: ResourceList = {}
+    allocatable: ResourceList = {}
+
+
+class Node(_Model):
+    api_version: str = "v1"
+    kind: str = "Node"
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: NodeSpec = msgspec.field(default_factory=NodeSpec)
+    status: NodeStatus = msgspec.field(default_factory=NodeStatus)
+
+
+# --- pods ------------------------------------------------------------------------------------------------------
+
+
+class ResourceRequirements(_Model):
+    requests: ResourceList = {}
+    limits: ResourceList = {}
+
+
+class ContainerPort(_Model):
+    container_port: int = 0
+    host_port: int = 0
+    protocol: str = "TCP"
+    host_ip: str = msgspec.field(default="", name="hostIP")
+    name: str = ""
+
+
+class Container(_Model):
+    name: str = ""
+    image: str = ""
+    resources: ResourceRequirements = msgspec.field(default_factory=ResourceRequirements)
+    ports: list[ContainerPort] = []
+    restart_policy: str | None = None
+
+
+class PodSchedulingGroup(_Model):
+    pod_group_name: str | None = None
+
+
+class PodSchedulingGate(_Model):
+    name: str = ""
+
+
+class PodSpec(_Model):
+    node_name: str = ""
+    scheduler_name: str = "default-scheduler"
+    priority: int | None = None
+    priority_class_name: str = ""
+    preemption_policy: str | None = None
+    node_selector: dict[str, str] = {}
+    affinity: Affinity | None = None
+    tolerations: list[Toleration] = []
+    containers: list[Container] = []
+    init_containers: list[Container] = []
+    overhead: ResourceList = {}
+    host_network: bool = False
+    scheduling_group: PodSchedulingGroup | None = None
+    scheduling_gates: list[PodSchedulingGate] = []
+    # Kept as written for the topology and DRA plugins.
+    topology_spread_constraints: list[dict[str, Any]] = []
+    resource_claims: list[dict[str, Any]] = []
+
+
+class PodCondition(_Model):
+    type: str = ""
+    status: str = ""
+    reason: str = ""
+    message: str = ""
+
+
+class PodStatus(_Model):
+    phase: str = ""
+    conditions: list[PodCondition] = []
+    nominated_node_name: str = ""
+
+
+class Pod(_Model):
+    api_version: str = "v1"
+    kind: str = "Pod"
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: PodSpec = msgspec.field(default_factory=PodSpec)
+    status: PodStatus = msgspec.field(default_factory=PodStatus)
+
+
+# --- scheduling.k8s.io/v1 and policy/v1 --------------------------------------------------------------------------
+
+
+class PriorityClass(_Model):
+    api_version: str = "scheduling.k8s.io/v1"
+    kind: str = "PriorityClass"
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    value: int | None = None
+    global_default: bool = False
+    preemption_policy: str | None = None
+    description: str = ""
+
+
+class PodDisruptionBudgetSpec(_Model):
+    min_available: int | str | None = None
+    max_unavailable: int | str | None = None
+    selector: LabelSelector | None = None
+    unhealthy_pod_eviction_policy: str | None = None
+
+
+class PodDisruptionBudget(_Model):
+    api_version: str = "policy/v1"
+    kind: str = "PodDisruptionBudget"
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: PodDisruptionBudgetSpec = msgspec.field(default_factory=PodDisruptionBudgetSpec)
+
+
+# --- scheduling.k8s.io/v1alpha2 ----------------------------------------------------------------------------------
+
+
+class BasicSchedulingPolicy(_Model):
+    pass
+
+
+class GangSchedulingPolicy(_Model):
+    min_count: int | None = None
+
+
+class PodGroupSchedulingPolicy(_Model):
+    basic: BasicSchedulingPolicy | None = None
+    gang: GangSchedulingPolicy | None = None
+
+
+class TopologyConstraint(_Model):
+    key: str = ""
+
+
+class PodGroupSchedulingConstraints(_Model):
+    topology: list[TopologyConstraint] = []
+
+
+class PodGroupResourceClaim(_Model):
+    name: str = ""
+    resource_claim_name: str | None = None
+    resource_claim_template_name: str | None = None
+
+
+class TypedLocalObjectReference(_Model):
+    api_group: str = ""
+    kind: str = ""
+    name: str = ""
+
+
+class PodGroupTemplate(_Model):
+    name: str = ""
+    scheduling_policy: PodGroupSchedulingPolicy | None = None
+    scheduling_constraints: PodGroupSchedulingConstraints | None = None
+    resource_claims: list[PodGroupResourceClaim] = []
+    disruption_mode: str | None = None
+    priority_class_name: str = ""
+    priority: int | None = None
+
+
+class WorkloadSpec(_Model):
+    controller_ref: TypedLocalObjectReference | None = None
+    pod_group_templates: list[PodGroupTemplate] = []
+
+
+class Workload(_Model):
+    api_version: str = "scheduling.k8s.io/v1alpha2"
+    kind: str = "Workload"
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: WorkloadSpec | None = None
+
+
+class WorkloadPodGroupTemplateReference(_Model):
+    workload_name: str = ""
+    pod_group_template_name: str = ""
+
+
+class PodGroupTemplateReference(_Model):
+    workload: WorkloadPodGroupTemplateReference | None = None
+
+
+class Condition(_Model):
+    type: str = ""
+    status: str = ""
+    reason: str = ""
+    message: str = ""
+    observed_generation: int = 0
+    last_transition_time: datetime | None = None
+
+
+class PodGroupResourceClaimStatus(_Model):
+    name: str = ""
+    resource_claim_name: str | None = None
+
+
+class PodGroupSpec(_Model):
+    pod_group_template_ref: PodGroupTemplateReference | None = None
+    scheduling_policy: PodGroupSchedulingPolicy | None = None
+    scheduling_constraints: PodGroupSchedulingConstraints | None = None
+    resource_claims: list[PodGroupResourceClaim] = []
+    disruption_mode: str | None = None
+    priority_class_name: str = ""
+    priority: int | None = None
+
+
+class PodGroupStatus(_Model):
+    conditions: list[Condition] = []
+    resource_claim_statuses: list[PodGroupResourceClaimStatus] = []
+
+
+class PodGroup(_Model):
+    api_version: str = "scheduling.k8s.io/v1alpha2"
+    kind: str = "PodGroup"
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: PodGroupSpec | None = None
+    status: PodGroupStatus = msgspec.field(default_factory=PodGroupStatus)
