@@ -1,0 +1,56 @@
+"""kube-apiserver validation for the kinds phalanx reads, one module per kind.
+
+``validate(inv)`` returns every problem of every object in input order, each located at its line; the per-kind
+functions return :class:`~phalanx.api.errors.FieldError` lists with kube-apiserver's field paths and messages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+
+from phalanx.api import models as m
+from phalanx.api.errors import FieldError, Problem
+from phalanx.api.loader import Inventory, problem_at
+from phalanx.api.validation.node import validate_node
+from phalanx.api.validation.pod import validate_pod
+from phalanx.api.validation.pod_disruption_budget import validate_pod_disruption_budget
+from phalanx.api.validation.pod_group import validate_pod_group
+from phalanx.api.validation.priority_class import validate_priority_class
+from phalanx.api.validation.workload import validate_workload
+
+__all__ = [
+    "validate",
+    "validate_node",
+    "validate_object",
+    "validate_pod",
+    "validate_pod_disruption_budget",
+    "validate_pod_group",
+    "validate_priority_class",
+    "validate_workload",
+]
+
+_VALIDATORS: dict[type[msgspec.Struct], Callable[[Any], list[FieldError]]] = {
+    m.Node: validate_node,
+    m.Pod: validate_pod,
+    m.PriorityClass: validate_priority_class,
+    m.PodDisruptionBudget: validate_pod_disruption_budget,
+    m.Workload: validate_workload,
+    m.PodGroup: validate_pod_group,
+}
+
+
+def validate_object(obj: msgspec.Struct) -> list[FieldError]:
+    """Every problem with one decoded object of a kind phalanx reads."""
+    return _VALIDATORS[type(obj)](obj)
+
+
+def validate(inv: Inventory) -> list[Problem]:
+    """Every problem of every object in ``inv``, in input order, each pointing at its file and line."""
+    objects = list(inv.all_objects())
+    # inv.sources was filled in input order; objects without a source (generated) go last.
+    position = {key: i for i, key in enumerate(inv.sources)}
+    objects.sort(key=lambda obj: position.get(id(obj), len(position)))
+    return [problem_at(inv, obj, err) for obj in objects for err in validate_object(obj)]

@@ -1,0 +1,94 @@
+"""Building blocks shared by the per-kind validators: name formats, unions and enums as lists of field errors.
+
+Each helper takes the field path and the value and returns every problem, so a validator is a flat list of calls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+import msgspec
+
+from phalanx.api import names
+from phalanx.api.errors import FieldError
+
+__all__ = [
+    "Shown",
+    "dns_label",
+    "dns_subdomain",
+    "enum",
+    "joined_label_value",
+    "key",
+    "label_value",
+    "path_segment_name",
+    "qualified_name",
+    "required",
+    "shown",
+    "union",
+]
+
+
+class Shown:
+    """A value rendered as written (no quotes), for numbers kept as text and objects shown as JSON."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def shown(value: object) -> Shown:
+    """An object (struct, dict, list) rendered as compact JSON where kube-apiserver prints a Go value."""
+    return Shown(msgspec.json.encode(value).decode())
+
+
+def key(path: str, name: str) -> str:
+    """``field.Path.Key``: ``requests`` + ``cpu`` -> ``requests[cpu]``."""
+    return f"{path}[{name}]"
+
+
+def _format(check: Callable[[str], list[str]]) -> Callable[[str, str], list[FieldError]]:
+    def validate(path: str, value: str) -> list[FieldError]:
+        return [FieldError.invalid(path, value, msg) for msg in check(value)]
+
+    return validate
+
+
+dns_label = _format(names.check_dns_label)
+dns_subdomain = _format(names.check_dns_subdomain)
+qualified_name = _format(names.check_qualified_name)
+label_value = _format(names.check_label_value)
+path_segment_name = _format(names.check_path_segment_name)
+
+
+def required(path: str, value: str, fmt: Callable[[str, str], list[FieldError]]) -> list[FieldError]:
+    """A required string in a given format: "Required value" when empty, else the format's errors."""
+    if not value:
+        return [FieldError.required(path)]
+    return fmt(path, value)
+
+
+def union(path: str, members: dict[str, bool]) -> list[FieldError]:
+    """A union where exactly one member (JSON name -> is set) must be set, with declarative validation's messages."""
+    listed = ", ".join(f"`{name}`" for name in members)
+    chosen = [f"`{name}`" for name, is_set in members.items() if is_set]
+    if not chosen:
+        return [FieldError.invalid(path, "", f"must specify one of: {listed}")]
+    if len(chosen) > 1:
+        return [FieldError.invalid(path, "{" + ", ".join(chosen) + "}", f"must specify exactly one of: {listed}")]
+    return []
+
+
+def enum(path: str, value: str | None, supported: Iterable[str]) -> list[FieldError]:
+    """An optional enum: unset is fine, anything outside ``supported`` is "Unsupported value"."""
+    allowed = list(supported)
+    if value is None or value in allowed:
+        return []
+    return [FieldError.unsupported(path, value, allowed)]
+
+
+def joined_label_value(path: str, value: str) -> list[FieldError]:
+    """A label value whose problems kube-apiserver reports in one message, joined by ';' (taints, tolerations)."""
+    msgs = names.check_label_value(value)
+    return [FieldError.invalid(path, value, ";".join(msgs))] if msgs else []

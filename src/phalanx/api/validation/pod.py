@@ -1,0 +1,230 @@
+"""Pod validation: the parts of ``ValidatePodCreate`` the scheduler depends on.
+
+Containers (names, ports, resources), tolerations, node selection, priority, scheduling gates, the PodGroup link and
+pod-level resource claims. Fields phalanx never reads (images, probes, volumes, security) are not checked.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from phalanx.api import models as m
+from phalanx.api.errors import FieldError
+from phalanx.api.validation import fields as f
+from phalanx.api.validation.affinity import validate_node_affinity
+from phalanx.api.validation.meta import validate_labels, validate_object_meta
+from phalanx.api.validation.node import validate_taint_effect
+from phalanx.api.validation.resources import validate_container_resources, validate_overhead
+
+__all__ = ["PREEMPTION_POLICIES", "validate_pod", "validate_preemption_policy"]
+
+PREEMPTION_POLICIES = ("PreemptLowerPriority", "Never")
+_PROTOCOLS = ("SCTP", "TCP", "UDP")
+_PORT_RANGE = "must be between 1 and 65535, inclusive"
+_CONTAINER_RESTART_POLICIES = ("Always", "Never", "OnFailure")
+
+
+def validate_pod(pod: m.Pod) -> list[FieldError]:
+    """Every problem with a Pod, as kube-apiserver reports them on create."""
+    return validate_object_meta(pod.metadata, namespaced=True) + _validate_spec(pod.spec)
+
+
+def _validate_spec(spec: m.PodSpec) -> list[FieldError]:
+    errs: list[FieldError] = []
+    if not spec.containers:
+        errs.append(FieldError.required("spec.containers"))
+    seen: set[str] = set()
+    errs += _validate_containers(spec.containers, "spec.containers", seen, spec.host_network, init=False)
+    errs += _validate_containers(spec.init_containers, "spec.initContainers", seen, spec.host_network, init=True)
+    errs += _host_port_conflicts(spec.containers)
+    errs += validate_overhead(spec.overhead, "spec.overhead")
+    errs += validate_labels(spec.node_selector, "spec.nodeSelector")
+    if spec.affinity is not None and spec.affinity.node_affinity is not None:
+        errs += validate_node_affinity(spec.affinity.node_affinity, "spec.affinity.nodeAffinity")
+    errs += _validate_tolerations(spec.tolerations)
+    errs += _validate_placement(spec)
+    if spec.priority_class_name:
+        errs += f.dns_subdomain("spec.priorityClassName", spec.priority_class_name)
+    errs += validate_preemption_policy("spec.preemptionPolicy", spec.preemption_policy)
+    errs += _validate_scheduling_group(spec.scheduling_group)
+    errs += _validate_scheduling_gates(spec.scheduling_gates)
+    errs += _validate_resource_claims(spec.resource_claims)
+    return errs
+
+
+def validate_preemption_policy(path: str, policy: str | None) -> list[FieldError]:
+    if policy == "":
+        return [FieldError.required(path)]
+    return f.enum(path, policy, PREEMPTION_POLICIES)
+
+
+# --- containers ------------------------------------------------------------------------------------------------
+
+
+def _validate_containers(
+    containers: list[m.Container], path: str, seen: set[str], host_network: bool, init: bool
+) -> list[FieldError]:
+    """Containers of one list; ``seen`` carries names across lists, since they share one namespace."""
+    errs: list[FieldError] = []
+    for i, ctr in enumerate(containers):
+        at = f"{path}[{i}]"
+        errs += f.required(f"{at}.name", ctr.name, f.dns_label)
+        if ctr.name and ctr.name in seen:
+            errs.append(FieldError.duplicate(f"{at}.name", ctr.name))
+        seen.add(ctr.name)
+        errs += _validate_ports(ctr.ports, f"{at}.ports", host_network)
+        errs += validate_container_resources(ctr.resources, f"{at}.resources")
+        errs += _validate_restart_policy(ctr.restart_policy, f"{at}.restartPolicy", init)
+    return errs
+
+
+def _validate_restart_policy(policy: str | None, path: str, init: bool) -> list[FieldError]:
+    if policy is None:
+        return []
+    # An init container may only be a sidecar (Always); regular containers accept ContainerRestartRules' values.
+    return f.enum(path, policy, ["Always"] if init else _CONTAINER_RESTART_POLICIES)
+
+
+def _validate_ports(ports: list[m.ContainerPort], path: str, host_network: bool) -> list[FieldError]:
+    errs: list[FieldError] = []
+    names: set[str] = set()
+    for i, port in enumerate(ports):
+        at = f"{path}[{i}]"
+        if port.name:
+            msgs = _port_name_problems(port.name)
+            if msgs:
+                errs += [FieldError.invalid(f"{at}.name", port.name, msg) for msg in msgs]
+            elif port.name in names:
+                errs.append(FieldError.duplicate(f"{at}.name", port.name))
+            names.add(port.name)
+        if port.container_port == 0:
+            errs.append(FieldError.required(f"{at}.containerPort"))
+        elif not 1 <= port.container_port <= 65535:
+            errs.append(FieldError.invalid(f"{at}.containerPort", port.container_port, _PORT_RANGE))
+        if port.host_port != 0 and not 1 <= port.host_port <= 65535:
+            errs.append(FieldError.invalid(f"{at}.hostPort", port.host_port, _PORT_RANGE))
+        if not port.protocol:
+            errs.append(FieldError.required(f"{at}.protocol"))
+        else:
+            errs += f.enum(f"{at}.protocol", port.protocol, _PROTOCOLS)
+        if host_network and port.host_port not in (0, port.container_port):
+            detail = "must match `hostPort` when `hostNetwork` is true"
+            errs.append(FieldError.invalid(f"{at}.containerPort", port.container_port, detail))
+    return errs
+
+
+def _port_name_problems(name: str) -> list[str]:
+    msgs = []
+    if len(name) > 15:
+        msgs.append("must be no more than 15 characters")
+    if not re.fullmatch(r"[-a-z0-9]+", name):
+        msgs.append("must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)")
+    if not re.search(r"[a-z]", name):
+        msgs.append("must contain at least one letter (a-z)")
+    if "--" in name:
+        msgs.append("must not contain consecutive hyphens")
+    if name.startswith("-") or name.endswith("-"):
+        msgs.append("must not begin or end with a hyphen")
+    return msgs
+
+
+def _host_port_conflicts(containers: list[m.Container]) -> list[FieldError]:
+    errs: list[FieldError] = []
+    used: set[str] = set()
+    for ci, ctr in enumerate(containers):
+        for pi, port in enumerate(ctr.ports):
+            if port.host_port == 0:
+                continue
+            ident = f"{port.host_ip}/{port.protocol}/{port.host_port}"
+            if ident in used:
+                errs.append(FieldError.duplicate(f"spec.containers[{ci}].ports[{pi}].hostPort", ident))
+            used.add(ident)
+    return errs
+
+
+# --- placement -------------------------------------------------------------------------------------------------
+
+
+def _validate_tolerations(tolerations: list[m.Toleration]) -> list[FieldError]:
+    errs: list[FieldError] = []
+    for i, tol in enumerate(tolerations):
+        at = f"spec.tolerations[{i}]"
+        if tol.key:
+            errs += f.qualified_name(f"{at}.key", tol.key)
+        elif tol.operator != "Exists":
+            detail = 'operator must be Exists when `key` is empty, which means "match all values and all keys"'
+            errs.append(FieldError.invalid(f"{at}.operator", tol.operator, detail))
+        if tol.toleration_seconds is not None and tol.effect != "NoExecute":
+            detail = "effect must be 'NoExecute' when `tolerationSeconds` is set"
+            errs.append(FieldError.invalid(f"{at}.effect", tol.effect, detail))
+        if tol.operator in ("Equal", ""):
+            # kube-apiserver reports a bad value on the operator's path.
+            errs += f.joined_label_value(f"{at}.operator", tol.value)
+        elif tol.operator == "Exists":
+            if tol.value:
+                detail = "value must be empty when `operator` is 'Exists'"
+                errs.append(FieldError.invalid(f"{at}.operator", f.shown(tol), detail))
+        else:
+            errs.append(FieldError.unsupported(f"{at}.operator", tol.operator, ["Equal", "Exists"]))
+        errs += validate_taint_effect(f"{at}.effect", tol.effect, allow_empty=True)
+    return errs
+
+
+def _validate_placement(spec: m.PodSpec) -> list[FieldError]:
+    errs: list[FieldError] = []
+    if spec.node_name:
+        errs += f.dns_subdomain("spec.nodeName", spec.node_name)
+        if spec.scheduling_gates:
+            detail = "cannot be set until all schedulingGates have been cleared"
+            errs.append(FieldError.forbidden("spec.nodeName", detail))
+    if spec.scheduler_name:
+        errs += f.dns_subdomain("spec.schedulerName", spec.scheduler_name)
+    return errs
+
+
+def _validate_scheduling_group(group: m.PodSchedulingGroup | None) -> list[FieldError]:
+    if group is None:
+        return []
+    path = "spec.schedulingGroup"
+    errs = f.union(path, {"podGroupName": group.pod_group_name is not None})
+    if group.pod_group_name is not None:
+        errs += f.required(f"{path}.podGroupName", group.pod_group_name, f.dns_subdomain)
+    return errs
+
+
+def _validate_scheduling_gates(gates: list[m.PodSchedulingGate]) -> list[FieldError]:
+    errs: list[FieldError] = []
+    seen: set[str] = set()
+    for i, gate in enumerate(gates):
+        errs += f.qualified_name(f"spec.schedulingGates[{i}].name", gate.name)
+        if gate.name in seen:
+            errs.append(FieldError.duplicate(f"spec.schedulingGates[{i}]", gate.name))
+        seen.add(gate.name)
+    return errs
+
+
+def _validate_resource_claims(claims: list[dict[str, Any]]) -> list[FieldError]:
+    errs: list[FieldError] = []
+    seen: set[str] = set()
+    for i, claim in enumerate(claims):
+        at = f"spec.resourceClaims[{i}]"
+        name = claim.get("name")
+        if not isinstance(name, str) or not name:
+            errs.append(FieldError.required(f"{at}.name"))
+        elif name in seen:
+            errs.append(FieldError.duplicate(f"{at}.name", name))
+        else:
+            errs += f.dns_label(f"{at}.name", name)
+            seen.add(name)
+        sources = {k: claim.get(k) for k in ("resourceClaimName", "resourceClaimTemplateName")}
+        set_sources = {k: v for k, v in sources.items() if v is not None}
+        if not set_sources:
+            detail = "must specify one of: `resourceClaimName`, `resourceClaimTemplateName`"
+            errs.append(FieldError.invalid(at, "", detail))
+        elif len(set_sources) > 1:
+            detail = "at most one of `resourceClaimName` or `resourceClaimTemplateName` may be specified"
+            errs.append(FieldError.invalid(at, "", detail))
+        for k, v in set_sources.items():
+            errs += f.dns_subdomain(f"{at}.{k}", str(v))
+    return errs
