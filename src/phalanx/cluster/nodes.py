@@ -1,0 +1,157 @@
+"""The node table: one row per node, numpy arrays for everything the filters and scores read.
+
+Static columns (allocatable, labels, taints, unschedulable) change only when a node changes; usage columns
+(requested, non-zero requested, pod count, host ports) change with every assume/forget. Rows are addressed by a
+dense index; node names sort the rows, so the table does not depend on input order.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from phalanx.api.models import Node, Taint
+from phalanx.cluster.resources import ResourceIndex, amount
+
+__all__ = ["HostPort", "LabelColumn", "NodeTable"]
+
+BoolArray = npt.NDArray[np.bool_]
+IntArray = npt.NDArray[np.int64]
+
+HostPort = tuple[str, str, int]  # (protocol, hostIP, port)
+
+
+@dataclass(slots=True)
+class LabelColumn:
+    """One label key over all nodes: ``codes[i]`` is the id of node i's value, -1 where the label is missing."""
+
+    codes: npt.NDArray[np.int32]
+    ids: dict[str, int]
+    values: list[str]
+
+    def mask_in(self, values: Sequence[str]) -> BoolArray:
+        wanted = [self.ids[v] for v in values if v in self.ids]
+        if not wanted:
+            return np.zeros(len(self.codes), dtype=bool)
+        if len(wanted) == 1:
+            return np.equal(self.codes, wanted[0])
+        return np.isin(self.codes, wanted)
+
+    def present(self) -> BoolArray:
+        return self.codes >= 0
+
+    def integers(self) -> tuple[IntArray, BoolArray]:
+        """Each node's value as an integer, and which nodes have an integer value (for Gt/Lt)."""
+        parsed = np.zeros(len(self.values), dtype=np.int64)
+        ok = np.zeros(len(self.values), dtype=bool)
+        for i, v in enumerate(self.values):
+            with contextlib.suppress(ValueError):
+                parsed[i], ok[i] = int(v), True
+        has = self.codes >= 0
+        safe = np.where(has, self.codes, 0)
+        if not self.values:
+            return np.zeros(len(self.codes), dtype=np.int64), np.zeros(len(self.codes), dtype=bool)
+        return parsed[safe], has & ok[safe]
+
+
+@dataclass
+class NodeTable:
+    """All nodes of the cluster as arrays. Built once per node set; usage arrays are mutated by assume/forget."""
+
+    names: list[str]
+    resources: ResourceIndex
+    allocatable: IntArray  # [N, R]
+    max_pods: IntArray  # [N]
+    unschedulable: BoolArray  # [N]
+    labels: list[dict[str, str]]
+    taints: list[tuple[Taint, ...]]
+    # usage
+    requested: IntArray  # [N, R]
+    nonzero_requested: IntArray  # [N, 2]: cpu, memory with 100m/200Mi defaults
+    pod_count: IntArray  # [N]
+    host_ports: list[list[HostPort]]
+    index: dict[str, int] = field(default_factory=dict)
+    # taint groups: nodes with the same taints share one toleration check
+    taint_group: npt.NDArray[np.int32] = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
+    taint_sets: list[tuple[Taint, ...]] = field(default_factory=list)
+    _label_columns: dict[str, LabelColumn] = field(default_factory=dict)
+    generation: int = 0  # bumped on every static change, to invalidate caches keyed on it
+
+    @classmethod
+    def build(cls, nodes: Sequence[Node], resources: ResourceIndex) -> NodeTable:
+        ordered = sorted(nodes, key=lambda n: n.metadata.name)
+        for node in ordered:
+            for name in node.status.allocatable or node.status.capacity:
+                if name != "pods":
+                    resources.add(name)
+        n, r = len(ordered), len(resources)
+        alloc = np.zeros((n, r), dtype=np.int64)
+        max_pods = np.zeros(n, dtype=np.int64)
+        for i, node in enumerate(ordered):
+            # kubelet always reports allocatable; fall back to capacity for hand-written snapshots
+            source = node.status.allocatable or node.status.capacity
+            for name, q in source.items():
+                if name == "pods":
+                    max_pods[i] = amount(name, q)
+                else:
+                    alloc[i, resources.column[name]] = amount(name, q)
+        table = cls(
+            names=[node.metadata.name for node in ordered],
+            resources=resources,
+            allocatable=alloc,
+            max_pods=max_pods,
+            unschedulable=np.array([node.spec.unschedulable for node in ordered], dtype=bool),
+            labels=[dict(node.metadata.labels) for node in ordered],
+            taints=[tuple(node.spec.taints) for node in ordered],
+            requested=np.zeros((n, r), dtype=np.int64),
+            nonzero_requested=np.zeros((n, 2), dtype=np.int64),
+            pod_count=np.zeros(n, dtype=np.int64),
+            host_ports=[[] for _ in ordered],
+        )
+        table.index = {name: i for i, name in enumerate(table.names)}
+        table._group_taints()
+        return table
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def _group_taints(self) -> None:
+        groups: dict[tuple[tuple[str, str, str], ...], int] = {}
+        self.taint_sets = []
+        codes = np.zeros(len(self.names), dtype=np.int32)
+        for i, taints in enumerate(self.taints):
+            key = tuple((t.key, t.value, t.effect) for t in taints)
+            g = groups.get(key)
+            if g is None:
+                g = groups[key] = len(self.taint_sets)
+                self.taint_sets.append(taints)
+            codes[i] = g
+        self.taint_group = codes
+
+    def label(self, key: str) -> LabelColumn:
+        """The column of label ``key`` (built on first use, cached until the nodes change)."""
+        col = self._label_columns.get(key)
+        if col is None:
+            ids: dict[str, int] = {}
+            codes = np.full(len(self.names), -1, dtype=np.int32)
+            for i, labels in enumerate(self.labels):
+                v = labels.get(key)
+                if v is not None:
+                    codes[i] = ids.setdefault(v, len(ids))
+            col = LabelColumn(codes, ids, list(ids))
+            self._label_columns[key] = col
+        return col
+
+    def ensure_resource(self, name: str) -> int:
+        """The column of ``name``, widening the arrays if a pod asks for a resource no node has."""
+        col = self.resources.add(name)
+        width = len(self.resources)
+        if self.allocatable.shape[1] < width:
+            pad = ((0, 0), (0, width - self.allocatable.shape[1]))
+            self.allocatable = np.pad(self.allocatable, pad)
+            self.requested = np.pad(self.requested, pad)
+        return col

@@ -1,0 +1,80 @@
+"""The cluster state the engine schedules against: the node table plus which pod sits where.
+
+Assumed pods (tentative placements of the current cycle) are accounted exactly like bound ones, so later pods of
+the same cycle see them; ``forget`` undoes an assume, ``bind`` makes it permanent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from phalanx.api.models import Node
+from phalanx.cluster.nodes import NodeTable
+from phalanx.cluster.pods import PodInfo
+from phalanx.cluster.resources import ResourceIndex
+
+__all__ = ["ClusterState"]
+
+
+class ClusterState:
+    """Node table and pod placements. Not thread-safe: one engine owns it."""
+
+    def __init__(self, nodes: Sequence[Node], resources: ResourceIndex | None = None) -> None:
+        self.table = NodeTable.build(nodes, resources or ResourceIndex())
+        self.placement: dict[str, int] = {}  # pod key -> node row, for bound and assumed pods
+        self.assumed: set[str] = set()
+        self.pods: dict[str, PodInfo] = {}  # pods that occupy a node
+
+    def attach(self, pi: PodInfo) -> None:
+        """Give ``pi`` its resource columns in this table (adding columns for resources no node has)."""
+        cols = [self.table.ensure_resource(name) for name in pi.requests]
+        pi.req_cols = np.array(cols, dtype=np.intp)
+        pi.req_vals = np.array(list(pi.requests.values()), dtype=np.int64)
+
+    def node_index(self, name: str) -> int | None:
+        return self.table.index.get(name)
+
+    def add_bound(self, pi: PodInfo, node: int) -> None:
+        """Account a pod the input already shows on ``node``."""
+        self._occupy(pi, node)
+
+    def assume(self, pi: PodInfo, node: int) -> None:
+        self._occupy(pi, node)
+        self.assumed.add(pi.key)
+
+    def forget(self, pi: PodInfo) -> None:
+        """Undo an assume: the pod no longer occupies its node."""
+        self.assumed.discard(pi.key)
+        self.remove(pi)
+
+    def bind(self, pi: PodInfo) -> None:
+        self.assumed.discard(pi.key)
+
+    def remove(self, pi: PodInfo) -> None:
+        node = self.placement.pop(pi.key, None)
+        if node is None:
+            return
+        del self.pods[pi.key]
+        t = self.table
+        t.requested[node, pi.req_cols] -= pi.req_vals
+        t.nonzero_requested[node, 0] -= pi.nonzero_cpu
+        t.nonzero_requested[node, 1] -= pi.nonzero_memory
+        t.pod_count[node] -= 1
+        for port in pi.host_ports:
+            t.host_ports[node].remove(port)
+
+    def _occupy(self, pi: PodInfo, node: int) -> None:
+        if pi.key in self.placement:
+            raise RuntimeError(f"pod {pi.key} is already placed on {self.table.names[self.placement[pi.key]]}")
+        if len(pi.req_cols) != len(pi.requests):
+            self.attach(pi)
+        self.placement[pi.key] = node
+        self.pods[pi.key] = pi
+        t = self.table
+        t.requested[node, pi.req_cols] += pi.req_vals
+        t.nonzero_requested[node, 0] += pi.nonzero_cpu
+        t.nonzero_requested[node, 1] += pi.nonzero_memory
+        t.pod_count[node] += 1
+        t.host_ports[node].extend(pi.host_ports)

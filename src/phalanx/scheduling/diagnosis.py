@@ -1,0 +1,35 @@
+"""Why a pod fits nowhere: reason counts per node, rendered as kube-scheduler's FitError message."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+__all__ = ["NO_NODE_AVAILABLE", "Diagnosis"]
+
+NO_NODE_AVAILABLE = "0/{} nodes are available"
+
+
+@dataclass
+class Diagnosis:
+    """The reasons nodes were rejected. ``reasons`` counts nodes per reason (a node rejected for two resources
+    counts under both); ``rejected_by`` maps plugin name to the number of nodes it rejected first."""
+
+    num_nodes: int
+    reasons: Counter[str] = field(default_factory=Counter)
+    rejected_by: Counter[str] = field(default_factory=Counter)
+    unresolvable_nodes: int = 0
+    pre_filter_message: str = ""
+    post_filter_message: str = ""
+
+    def message(self) -> str:
+        """``FitError.Error()``: ``0/N nodes are available: 3 Insufficient cpu, 2 node(s) ... .``"""
+        out = NO_NODE_AVAILABLE.format(self.num_nodes) + ":"
+        if self.pre_filter_message:
+            out += f" {self.pre_filter_message}."
+        else:
+            histogram = sorted(f"{count} {reason}" for reason, count in self.reasons.items())
+            out += f" {', '.join(histogram)}."
+        if self.post_filter_message:
+            out += f" {self.post_filter_message}."
+        return out

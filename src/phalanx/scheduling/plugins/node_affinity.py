@@ -1,0 +1,137 @@
+"""NodeAffinity: ``nodeSelector`` and required node affinity filter; preferred terms score by their weights.
+
+Requirements are evaluated as vector operations over label columns, so one term costs a few numpy operations
+whatever the number of nodes.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import numpy as np
+
+from phalanx.api.models import NodeAffinity as NodeAffinitySpec
+from phalanx.api.models import NodeSelectorRequirement, NodeSelectorTerm
+from phalanx.cluster.nodes import NodeTable
+from phalanx.cluster.pods import PodInfo
+from phalanx.scheduling.framework import (
+    BoolArray,
+    CycleState,
+    FilterPlugin,
+    IntArray,
+    ScorePlugin,
+    default_normalize,
+)
+
+NAME = "NodeAffinity"
+REASON = "node(s) didn't match Pod's node affinity/selector"
+
+
+def requirement_mask(req: NodeSelectorRequirement, nodes: NodeTable) -> BoolArray:
+    """Nodes whose labels satisfy one requirement (labels.Selector semantics: NotIn and DoesNotExist match a
+    missing label; Gt and Lt need both sides to be integers)."""
+    col = nodes.label(req.key)
+    op = req.operator
+    if op == "In":
+        return col.mask_in(req.values)
+    if op == "NotIn":
+        return ~col.mask_in(req.values)
+    if op == "Exists":
+        return col.present()
+    if op == "DoesNotExist":
+        return ~col.present()
+    if op in ("Gt", "Lt") and len(req.values) == 1:
+        try:
+            bound = int(req.values[0])
+        except ValueError:
+            return np.zeros(len(nodes), dtype=bool)
+        values, ok = col.integers()
+        return ok & (values > bound if op == "Gt" else values < bound)
+    return np.zeros(len(nodes), dtype=bool)
+
+
+def _field_mask(req: NodeSelectorRequirement, nodes: NodeTable) -> BoolArray:
+    if req.key != "metadata.name" or req.operator not in ("In", "NotIn"):
+        return np.zeros(len(nodes), dtype=bool)
+    mask = np.zeros(len(nodes), dtype=bool)
+    for name in req.values:
+        if name in nodes.index:
+            mask[nodes.index[name]] = True
+    return mask if req.operator == "In" else ~mask
+
+
+def term_mask(term: NodeSelectorTerm, nodes: NodeTable) -> BoolArray:
+    """A term matches when all its expressions and fields do; an empty term matches nothing."""
+    if not term.match_expressions and not term.match_fields:
+        return np.zeros(len(nodes), dtype=bool)
+    mask = np.ones(len(nodes), dtype=bool)
+    for req in term.match_expressions:
+        mask &= requirement_mask(req, nodes)
+    for req in term.match_fields:
+        mask &= _field_mask(req, nodes)
+    return mask
+
+
+def terms_mask(terms: Sequence[NodeSelectorTerm], nodes: NodeTable) -> BoolArray:
+    """Terms are ORed."""
+    mask = np.zeros(len(nodes), dtype=bool)
+    for term in terms:
+        mask |= term_mask(term, nodes)
+    return mask
+
+
+@dataclass
+class NodeAffinityArgs:
+    """NodeAffinityArgs.addedAffinity: affinity applied to every pod of the profile."""
+
+    added_affinity: NodeAffinitySpec | None = None
+    extra: dict[str, object] = field(default_factory=dict)
+
+
+class NodeAffinity:
+    name: ClassVar[str] = NAME
+    static: ClassVar[bool] = True
+    unresolvable: ClassVar[bool] = True
+
+    def __init__(self, args: NodeAffinityArgs | None = None) -> None:
+        self.added = (args or NodeAffinityArgs()).added_affinity
+
+    def _affinities(self, pod: PodInfo) -> list[NodeAffinitySpec]:
+        spec = pod.pod.spec
+        out = [spec.affinity.node_affinity] if spec.affinity and spec.affinity.node_affinity else []
+        return out + ([self.added] if self.added else [])
+
+    def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> BoolArray:
+        mask = np.ones(len(nodes), dtype=bool)
+        for key, value in pod.pod.spec.node_selector.items():
+            mask &= nodes.label(key).mask_in([value])
+        for aff in self._affinities(pod):
+            required = aff.required_during_scheduling_ignored_during_execution
+            if required is not None:
+                mask &= terms_mask(required.node_selector_terms, nodes)
+        return mask
+
+    def reasons(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rejected: IntArray) -> Counter[str]:
+        return Counter({REASON: len(rejected)})
+
+    def score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, feasible: IntArray) -> IntArray | None:
+        preferred = [
+            p for aff in self._affinities(pod) for p in aff.preferred_during_scheduling_ignored_during_execution
+        ]
+        if not preferred:
+            return None
+        total = np.zeros(len(nodes), dtype=np.int64)
+        for p in preferred:
+            if p.weight:
+                total += p.weight * term_mask(p.preference, nodes)
+        return total[feasible]
+
+    def normalize(self, scores: IntArray) -> IntArray:
+        return default_normalize(scores)
+
+
+_f: FilterPlugin = NodeAffinity()
+_s: ScorePlugin = NodeAffinity()

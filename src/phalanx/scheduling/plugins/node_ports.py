@@ -1,0 +1,42 @@
+"""NodePorts: a pod's host ports must be free on the node (same protocol and port, overlapping host IPs)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import ClassVar
+
+import numpy as np
+
+from phalanx.cluster.nodes import HostPort, NodeTable
+from phalanx.cluster.pods import PodInfo
+from phalanx.scheduling.framework import BoolArray, CycleState, FilterPlugin, IntArray
+
+NAME = "NodePorts"
+REASON = "node(s) didn't have free ports for the requested pod ports"
+_ANY = "0.0.0.0"
+
+
+def conflicts(wanted: HostPort, used: HostPort) -> bool:
+    """Same protocol and port, and host IPs that overlap (0.0.0.0 overlaps every address)."""
+    return wanted[0] == used[0] and wanted[2] == used[2] and (wanted[1] == used[1] or _ANY in (wanted[1], used[1]))
+
+
+class NodePorts:
+    name: ClassVar[str] = NAME
+    static: ClassVar[bool] = False
+    unresolvable: ClassVar[bool] = False
+
+    def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> BoolArray:
+        mask = np.ones(len(nodes), dtype=bool)
+        if not pod.host_ports:
+            return mask
+        for i, used in enumerate(nodes.host_ports):
+            if used and any(conflicts(w, u) for w in pod.host_ports for u in used):
+                mask[i] = False
+        return mask
+
+    def reasons(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rejected: IntArray) -> Counter[str]:
+        return Counter({REASON: len(rejected)})
+
+
+_: FilterPlugin = NodePorts()

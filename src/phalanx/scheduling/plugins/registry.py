@@ -1,0 +1,73 @@
+"""The plugin registry: plugin name -> factory, and the default profile's plugins and weights (v1.36)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from phalanx.scheduling.plugins import (
+    node_affinity,
+    node_name,
+    node_ports,
+    node_resources_balanced_allocation,
+    node_resources_fit,
+    node_unschedulable,
+    taint_toleration,
+)
+
+__all__ = ["DEFAULT_PLUGINS", "NOT_MODELLED", "QUEUE_AND_GATE_PLUGINS", "REGISTRY", "PluginEntry"]
+
+
+@dataclass(frozen=True)
+class PluginEntry:
+    factory: Callable[[Any], Any]
+    filter: bool
+    score: bool
+
+
+REGISTRY: dict[str, PluginEntry] = {
+    node_unschedulable.NAME: PluginEntry(lambda a: node_unschedulable.NodeUnschedulable(), True, False),
+    node_name.NAME: PluginEntry(lambda a: node_name.NodeName(), True, False),
+    taint_toleration.NAME: PluginEntry(lambda a: taint_toleration.TaintToleration(), True, True),
+    node_affinity.NAME: PluginEntry(node_affinity.NodeAffinity, True, True),
+    node_ports.NAME: PluginEntry(lambda a: node_ports.NodePorts(), True, False),
+    node_resources_fit.NAME: PluginEntry(node_resources_fit.NodeResourcesFit, True, True),
+    node_resources_balanced_allocation.NAME: PluginEntry(
+        node_resources_balanced_allocation.NodeResourcesBalancedAllocation, False, True
+    ),
+}
+
+# Queue-sort, PreEnqueue and Permit plugins the engine implements in the queue and the PodGroup cycle.
+QUEUE_AND_GATE_PLUGINS = {"PrioritySort", "SchedulingGates", "GangScheduling"}
+
+# kube-scheduler plugins phalanx accepts in a configuration but does not model (no volumes or images in a
+# snapshot) or that arrive with later work (topology spread, inter-pod affinity, DRA, preemption).
+NOT_MODELLED = {
+    "VolumeRestrictions",
+    "NodeVolumeLimits",
+    "VolumeBinding",
+    "VolumeZone",
+    "PodTopologySpread",
+    "InterPodAffinity",
+    "DefaultPreemption",
+    "ImageLocality",
+    "DefaultBinder",
+    "DynamicResources",
+    "TopologyPlacementGenerator",
+    "PodGroupPodsCount",
+}
+
+# getDefaultPlugins (v1.36) in order, with score weights; only the names phalanx models.
+DEFAULT_PLUGINS: list[tuple[str, int]] = [
+    ("SchedulingGates", 0),
+    ("PrioritySort", 0),
+    (node_unschedulable.NAME, 0),
+    (node_name.NAME, 0),
+    (taint_toleration.NAME, 3),
+    (node_affinity.NAME, 2),
+    (node_ports.NAME, 0),
+    (node_resources_fit.NAME, 1),
+    (node_resources_balanced_allocation.NAME, 1),
+    ("GangScheduling", 0),
+]

@@ -1,0 +1,69 @@
+"""TaintToleration: NoSchedule/NoExecute taints must be tolerated; untolerated PreferNoSchedule taints lower the
+score. Nodes with identical taints form one group, so the toleration check runs once per group, not per node."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import ClassVar
+
+import numpy as np
+
+from phalanx.api.models import Taint, Toleration
+from phalanx.cluster.nodes import NodeTable
+from phalanx.cluster.pods import PodInfo
+from phalanx.scheduling.framework import (
+    BoolArray,
+    CycleState,
+    FilterPlugin,
+    IntArray,
+    ScorePlugin,
+    default_normalize,
+)
+
+NAME = "TaintToleration"
+REASON = "node(s) had untolerated taint(s)"
+
+
+def tolerates(t: Toleration, taint: Taint) -> bool:
+    """``Toleration.ToleratesTaint``: effect and key must match when set; Equal compares values, Exists does not."""
+    if t.effect and t.effect != taint.effect:
+        return False
+    if t.key and t.key != taint.key:
+        return False
+    if t.operator in ("", "Equal"):
+        return t.value == taint.value
+    return t.operator == "Exists"
+
+
+def _untolerated(taints: Sequence[Taint], tolerations: Sequence[Toleration], effects: tuple[str, ...]) -> int:
+    return sum(1 for taint in taints if taint.effect in effects and not any(tolerates(t, taint) for t in tolerations))
+
+
+class TaintToleration:
+    name: ClassVar[str] = NAME
+    static: ClassVar[bool] = True
+    unresolvable: ClassVar[bool] = True
+
+    def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> BoolArray:
+        ok = np.array(
+            [_untolerated(ts, pod.tolerations, ("NoSchedule", "NoExecute")) == 0 for ts in nodes.taint_sets],
+            dtype=bool,
+        )
+        return ok[nodes.taint_group]
+
+    def reasons(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rejected: IntArray) -> Counter[str]:
+        return Counter({REASON: len(rejected)})
+
+    def score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, feasible: IntArray) -> IntArray | None:
+        # Only tolerations that could tolerate PreferNoSchedule taints count (getAllTolerationPreferNoSchedule).
+        prefer = [t for t in pod.tolerations if t.effect in ("", "PreferNoSchedule")]
+        counts = np.array([_untolerated(ts, prefer, ("PreferNoSchedule",)) for ts in nodes.taint_sets], dtype=np.int64)
+        return counts[nodes.taint_group[feasible]]
+
+    def normalize(self, scores: IntArray) -> IntArray:
+        return default_normalize(scores, reverse=True)
+
+
+_f: FilterPlugin = TaintToleration()
+_s: ScorePlugin = TaintToleration()

@@ -1,0 +1,195 @@
+"""The engine: cluster state, queue, PodGroup index and profiles, driven by events from a front end.
+
+``schedule`` loads a snapshot and calls ``run``; ``simulate`` and ``serve`` add and remove objects as their clocks
+or watches say and call ``run`` after each batch. No front end holds scheduling logic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from phalanx.api.models import Node, Pod, PodGroup, PriorityClass
+from phalanx.api.priority import PriorityResolver
+from phalanx.cluster.pods import PodInfo, pod_key
+from phalanx.cluster.state import ClusterState
+from phalanx.scheduling import outcome as o
+from phalanx.scheduling.config import SchedulerConfig, default_profile
+from phalanx.scheduling.cycle import schedule_pod, schedule_pod_group
+from phalanx.scheduling.framework import Code, Status
+from phalanx.scheduling.profile import Placement, Profile
+from phalanx.scheduling.queue import SchedulingQueue
+
+__all__ = ["GroupInfo", "Scheduler", "Stats"]
+
+_TERMINAL = ("Succeeded", "Failed")
+
+
+@dataclass
+class GroupInfo:
+    key: str
+    pod_group: PodGroup
+    min_count: int | None  # None for the basic policy
+
+
+@dataclass
+class Stats:
+    cycle_seconds: list[float] = field(default_factory=list)
+    pods_bound: int = 0
+
+
+class Scheduler:
+    def __init__(self, config: SchedulerConfig | None = None, scheduler_name: str | None = None, seed: int = 0):
+        config = config or SchedulerConfig()
+        self.only = scheduler_name
+        profiles = list(config.profiles)
+        if scheduler_name and all(p.scheduler_name != scheduler_name for p in profiles):
+            profiles.append(default_profile(scheduler_name))
+        self.profiles: dict[str, Profile] = {p.scheduler_name: p.build(seed) for p in profiles}
+        self.gang_enabled = {p.scheduler_name: p.gang for p in profiles}
+        self.default_profile = self.profiles[profiles[0].scheduler_name]
+        self.state = ClusterState([])
+        self.pods: dict[str, PodInfo] = {}
+        self.groups: dict[str, GroupInfo] = {}
+        self.members: dict[str, set[str]] = {}  # group key -> non-terminal member pod keys
+        self.queue = SchedulingQueue(self._pre_enqueue)
+        self.outcomes: dict[str, o.PodOutcome] = {}
+        self.conditions: dict[str, o.GroupCondition] = {}
+        self.priorities = PriorityResolver([])
+        self.stats = Stats()
+
+    # --- loading -------------------------------------------------------------------------------------------------
+
+    def load(
+        self,
+        nodes: Iterable[Node],
+        pods: Iterable[Pod],
+        pod_groups: Iterable[PodGroup] = (),
+        priority_classes: Iterable[PriorityClass] = (),
+    ) -> None:
+        """Take a snapshot: nodes first, then groups, then pods (bound pods accounted, pending pods queued)."""
+        self.priorities = PriorityResolver(priority_classes)
+        self.state = ClusterState(list(nodes))
+        for pg in pod_groups:
+            self._add_group(pg)
+        infos = [PodInfo.of(p, self.priorities.resolve(p.spec.priority, p.spec.priority_class_name)) for p in pods]
+        for pi in infos:
+            self._register(pi)
+        for pi in infos:
+            self._admit(pi)
+
+    def _add_group(self, pg: PodGroup) -> GroupInfo:
+        key = pod_key(pg.metadata.namespace, pg.metadata.name)
+        policy = pg.spec.scheduling_policy if pg.spec else None
+        min_count = policy.gang.min_count if policy is not None and policy.gang is not None else None
+        group = GroupInfo(key, pg, min_count)
+        self.groups[key] = group
+        for cond in pg.status.conditions:
+            if cond.type == o.CONDITION_POD_GROUP_SCHEDULED:
+                self.conditions[key] = o.GroupCondition(cond.status, cond.reason, cond.message)
+        return group
+
+    def _register(self, pi: PodInfo) -> None:
+        self.pods[pi.key] = pi
+        self.state.attach(pi)
+        gk = pi.group_key
+        if gk and pi.pod.status.phase not in _TERMINAL:
+            self.members.setdefault(gk, set()).add(pi.key)
+
+    def members_of(self, group: GroupInfo) -> set[str]:
+        """PodGroupState.AllPods: the non-terminal pods naming the group, whether it exists yet or not."""
+        return self.members.get(group.key, set())
+
+    def _admit(self, pi: PodInfo) -> None:
+        pod = pi.pod
+        if pod.status.phase in _TERMINAL:
+            self.outcomes[pi.key] = o.PodOutcome(pod.status.phase, pod.spec.node_name or None)
+            return
+        if pod.spec.node_name:
+            node = self.state.node_index(pod.spec.node_name)
+            if node is not None:
+                self.state.add_bound(pi, node)
+            self.outcomes[pi.key] = o.PodOutcome(o.PHASE_RUNNING, pod.spec.node_name)
+            return
+        if pod.metadata.deletion_timestamp is not None:
+            self.outcomes[pi.key] = o.PodOutcome(o.PHASE_WAITING, None, o.REASON_TERMINATING, "pod is being deleted")
+            return
+        if self.only is not None and pod.spec.scheduler_name != self.only:
+            msg = f'spec.schedulerName is "{pod.spec.scheduler_name}", not "{self.only}"'
+            self.outcomes[pi.key] = o.PodOutcome(o.PHASE_WAITING, None, o.REASON_OTHER_SCHEDULER, msg)
+            return
+        self.queue.add(pi)
+
+    # --- PreEnqueue (SchedulingGates, GangScheduling) -------------------------------------------------------------
+
+    def _pre_enqueue(self, pi: PodInfo) -> Status:
+        if pi.pod.spec.scheduling_gates:
+            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (o.MSG_GATED,), "SchedulingGates")
+        gk = pi.group_key
+        if gk is None or not self.gang_enabled.get(pi.pod.spec.scheduler_name, True):
+            return Status()
+        group = self.groups.get(gk)
+        if group is None:
+            msg = o.MSG_WAIT_GROUP.format(pi.group_name)
+            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (msg,), "GangScheduling")
+        if group.min_count is not None and len(self.members_of(group)) < group.min_count:
+            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (o.MSG_WAIT_MIN_COUNT,), "GangScheduling")
+        return Status()
+
+    # --- running -------------------------------------------------------------------------------------------------
+
+    def profile_for(self, pi: PodInfo) -> Profile:
+        return self.profiles.get(pi.pod.spec.scheduler_name, self.default_profile)
+
+    def run(self) -> int:
+        """Schedule until no queued pod can make progress. Returns the number of pods bound by this call."""
+        before = self.stats.pods_bound
+        while (pi := self.queue.pop()) is not None:
+            gk = pi.group_key
+            group = self.groups.get(gk) if gk else None
+            if group is not None and self.gang_enabled.get(pi.pod.spec.scheduler_name, True):
+                schedule_pod_group(self, pi, group)
+            else:
+                schedule_pod(self, pi)
+        for key, (_, status) in self.queue.gated.items():
+            reason = (
+                o.REASON_GATED
+                if status.plugin == "SchedulingGates"
+                else (
+                    o.REASON_WAITING_POD_GROUP
+                    if "appear in scheduling queue" in status.message and "pod group" in status.message
+                    else o.REASON_WAITING_MIN_COUNT
+                )
+            )
+            self.outcomes[key] = o.PodOutcome(o.PHASE_WAITING, None, reason, status.message)
+        return self.stats.pods_bound - before
+
+    # --- callbacks from the cycles ---------------------------------------------------------------------------------
+
+    def bind(self, pi: PodInfo) -> None:
+        self.state.bind(pi)
+        node = self.state.table.names[self.state.placement[pi.key]]
+        msg = f"Successfully assigned {pi.key} to {node}"
+        self.outcomes[pi.key] = o.PodOutcome(o.PHASE_SCHEDULED, node, o.REASON_SCHEDULED, msg)
+        self.stats.pods_bound += 1
+        self.queue.on_event("AssignedPodAdd")
+
+    def mark_unschedulable(self, pi: PodInfo, placement: Placement) -> None:
+        diag = placement.diagnosis
+        message = diag.message() if diag is not None else o.MSG_GROUP_UNSCHEDULABLE
+        self.fail(pi, o.REASON_UNSCHEDULABLE, message, rejected_by=diag.rejected_by if diag else ())
+
+    def fail(self, pi: PodInfo, reason: str, message: str, rejected_by: Iterable[str]) -> None:
+        self.outcomes[pi.key] = o.PodOutcome(o.PHASE_UNSCHEDULABLE, None, reason, message)
+        self.queue.mark_unschedulable(pi, rejected_by)
+
+    def bound_members(self, group: GroupInfo) -> int:
+        """Members already bound (in the input or by an earlier cycle): they count toward minCount."""
+        return sum(1 for k in self.members_of(group) if k in self.state.placement and k not in self.state.assumed)
+
+    def set_condition(self, group: GroupInfo, status: str, reason: str, message: str) -> None:
+        """Write PodGroupScheduled; a True condition is never regressed."""
+        current = self.conditions.get(group.key)
+        if current is not None and current.status == "True" and status != "True":
+            return
+        self.conditions[group.key] = o.GroupCondition(status, reason, message)

@@ -1,0 +1,118 @@
+"""What-if scheduling of a snapshot (``phalanx schedule``): load, validate, schedule, and build the
+ScheduleResult of DESIGN.md (schema in ``docs/schedule-result.schema.json``)."""
+
+from __future__ import annotations
+
+import resource
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+from phalanx.api.errors import InputError
+from phalanx.api.loader import Inventory, load
+from phalanx.api.priority import UnknownPriorityClass
+from phalanx.api.validation import validate
+from phalanx.scheduling.config import SchedulerConfig
+from phalanx.scheduling.scheduler import Scheduler
+
+__all__ = ["API_VERSION", "Timings", "build_result", "peak_rss_bytes", "schedule_snapshot"]
+
+API_VERSION = "phalanx.dev/v1alpha1"
+
+
+@dataclass
+class Timings:
+    load: float = 0.0
+    validate: float = 0.0
+    schedule: float = 0.0
+
+
+def peak_rss_bytes() -> int:
+    """The process's peak resident set size (Linux reports kilobytes)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def load_and_validate(paths: Sequence[str], stdin: TextIO | None, timings: Timings) -> Inventory:
+    start = time.perf_counter()
+    inv = load(paths, stdin)
+    timings.load = time.perf_counter() - start
+    start = time.perf_counter()
+    problems = validate(inv)
+    timings.validate = time.perf_counter() - start
+    if problems:
+        raise InputError(problems)
+    return inv
+
+
+def schedule_snapshot(
+    paths: Sequence[str],
+    config: SchedulerConfig | None = None,
+    scheduler_name: str | None = None,
+    stdin: TextIO | None = None,
+    seed: int = 0,
+) -> tuple[Scheduler, Inventory, Timings]:
+    """Load, validate and schedule a snapshot. Raises InputError for bad input (nothing is scheduled)."""
+    timings = Timings()
+    inv = load_and_validate(paths, stdin, timings)
+    sched = Scheduler(config, scheduler_name, seed)
+    start = time.perf_counter()
+    try:
+        sched.load(inv.nodes, inv.pods, inv.pod_groups, inv.priority_classes)
+    except UnknownPriorityClass as exc:
+        raise InputError([str(exc)]) from exc
+    sched.run()
+    timings.schedule = time.perf_counter() - start
+    return sched, inv, timings
+
+
+def build_result(sched: Scheduler, timings: Timings) -> dict[str, Any]:
+    """The ScheduleResult document: every pod, every PodGroup, claims, evictions and stats."""
+    pods = []
+    for key in sorted(sched.pods):
+        pi = sched.pods[key]
+        out = sched.outcomes.get(key)
+        entry: dict[str, Any] = {
+            "namespace": pi.namespace,
+            "name": pi.name,
+            "node": out.node if out else None,
+            "phase": out.phase if out else "Waiting",
+            "reason": out.reason if out else "",
+            "message": out.message if out else "",
+        }
+        if out is not None and out.nominated_node:
+            entry["nominatedNode"] = out.nominated_node
+        pods.append(entry)
+    groups = []
+    for key in sorted(sched.groups):
+        group = sched.groups[key]
+        scheduled = sum(1 for k in sched.members_of(group) if k in sched.state.placement)
+        cond = sched.conditions.get(key)
+        groups.append(
+            {
+                "namespace": group.pod_group.metadata.namespace,
+                "name": group.pod_group.metadata.name,
+                "minCount": group.min_count,
+                "scheduledPods": scheduled,
+                "condition": None
+                if cond is None
+                else {"type": cond.type, "status": cond.status, "reason": cond.reason, "message": cond.message},
+            }
+        )
+    bound = sched.stats.pods_bound
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "ScheduleResult",
+        "pods": pods,
+        "podGroups": groups,
+        "resourceClaims": [],
+        "evictions": [],
+        "stats": {
+            "loadSeconds": round(timings.load, 6),
+            "validateSeconds": round(timings.validate, 6),
+            "scheduleSeconds": round(timings.schedule, 6),
+            "podsScheduled": bound,
+            "podsPerSecond": round(bound / timings.schedule, 1) if timings.schedule > 0 else 0.0,
+            "peakRssBytes": peak_rss_bytes(),
+        },
+    }
