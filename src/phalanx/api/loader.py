@@ -20,6 +20,7 @@ import yaml
 
 from phalanx.api import models as m
 from phalanx.api.errors import FieldError, InputError, Problem, Source
+from phalanx.api.gcpause import paused_gc
 
 __all__ = ["KINDS", "NAMESPACED", "Inventory", "RawObject", "decode", "load", "locate", "problem_at", "read"]
 
@@ -82,9 +83,9 @@ _LISTS = {
 def load(paths: Sequence[str], stdin: TextIO | None = None) -> Inventory:
     """Read and decode every object under ``paths``. Raises :class:`InputError` listing every problem."""
     texts: dict[str, str] = {}
-    raws = read(paths, stdin, texts)
-    inv = decode(raws, texts)
-    return inv
+    with paused_gc():
+        raws = read(paths, stdin, texts)
+        return decode(raws, texts)
 
 
 def read(paths: Sequence[str], stdin: TextIO | None, texts: dict[str, str]) -> list[RawObject]:

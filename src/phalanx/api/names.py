@@ -91,7 +91,8 @@ def check_qualified_name(value: str) -> list[str]:
             errs.extend("prefix part " + m for m in check_dns_subdomain(prefix))
     else:
         return [
-            "a qualified name " + _QUALIFIED_NAME_MSG.replace("name part must", "must", 1)
+            "a qualified name "
+            + _QUALIFIED_NAME_MSG.replace("name part must", "must", 1)
             + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
         ]
     if not name:

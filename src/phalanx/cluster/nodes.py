@@ -80,6 +80,17 @@ class NodeTable:
     taint_sets: list[tuple[Taint, ...]] = field(default_factory=list)
     _label_columns: dict[str, LabelColumn] = field(default_factory=dict)
     generation: int = 0  # bumped on every static change, to invalidate caches keyed on it
+    # Rows whose usage changed, in order: caches of usage-dependent filters and scores replay it to update only
+    # those rows. ``changes_base`` is bumped when the log is cleared, which invalidates every cache.
+    changes: list[int] = field(default_factory=list)
+    changes_base: int = 0
+
+    def touch(self, row: int) -> None:
+        """Record that row ``row``'s usage changed."""
+        if len(self.changes) >= 1 << 20:
+            self.changes.clear()
+            self.changes_base += 1
+        self.changes.append(row)
 
     @classmethod
     def build(cls, nodes: Sequence[Node], resources: ResourceIndex) -> NodeTable:

@@ -36,6 +36,7 @@ class PodInfo:
     nonzero_memory: int
     host_ports: tuple[HostPort, ...]
     signature: bytes
+    shape: bytes  # signature plus requests: pods with equal shapes get equal filter and score results
     created: float
     # resource columns and amounts (filled when the pod meets a node table)
     req_cols: npt.NDArray[np.intp]
@@ -74,6 +75,7 @@ class PodInfo:
             nonzero_memory=r.nonzero_memory,
             host_ports=ports,
             signature=signature,
+            shape=signature + msgspec.json.encode((sorted(r.requests.items()), r.nonzero_cpu, r.nonzero_memory)),
             created=ts.timestamp() if ts is not None else _EPOCH,
             req_cols=np.zeros(0, dtype=np.intp),
             req_vals=np.zeros(0, dtype=np.int64),

@@ -62,6 +62,7 @@ class ClusterState:
         t.nonzero_requested[node, 0] -= pi.nonzero_cpu
         t.nonzero_requested[node, 1] -= pi.nonzero_memory
         t.pod_count[node] -= 1
+        t.touch(node)
         for port in pi.host_ports:
             t.host_ports[node].remove(port)
 
@@ -77,4 +78,5 @@ class ClusterState:
         t.nonzero_requested[node, 0] += pi.nonzero_cpu
         t.nonzero_requested[node, 1] += pi.nonzero_memory
         t.pod_count[node] += 1
+        t.touch(node)
         t.host_ports[node].extend(pi.host_ports)

@@ -111,7 +111,9 @@ class FilterPlugin(Protocol):
     static: ClassVar[bool]
     unresolvable: ClassVar[bool]  # its rejections cannot be resolved by preemption
 
-    def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> BoolArray: ...
+    def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: IntArray | None = None) -> BoolArray:
+        """The mask over ``rows`` (every node when None). Static plugins are only called with None."""
+        ...
 
     def reasons(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rejected: IntArray) -> Counter[str]:
         """The reasons for rejecting the nodes ``rejected`` (row indices), counted per node."""

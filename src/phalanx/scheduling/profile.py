@@ -1,15 +1,21 @@
 """A scheduling profile: the ordered filters and weighted scores of one schedulerName, and the per-pod
 algorithm (``schedulePod``: filter every node, score the feasible ones, select the best).
 
-Static plugins (whose verdict depends only on the pod's signature and the nodes' labels and taints) are cached
-per signature, so a gang's identical members, or a Deployment's replicas, pay for them once.
+Two caches make a pod cost a few vector operations instead of a full evaluation:
+  - static plugins (verdicts that depend only on the pod's signature and the nodes' labels and taints) are
+    computed once per signature;
+  - usage-dependent plugins keep a full-length result per pod shape (signature plus requests) and, for the next
+    pod of that shape, recompute only the rows whose usage changed since (``NodeTable.changes``). A gang's
+    identical members, or a Deployment's replicas, therefore cost O(changed rows) each.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -19,6 +25,8 @@ from phalanx.scheduling.diagnosis import Diagnosis
 from phalanx.scheduling.framework import BoolArray, CycleState, FilterPlugin, IntArray, ScorePlugin
 
 __all__ = ["Placement", "Profile"]
+
+_CACHE_SHAPES = 256  # usage-dependent results kept per plugin (LRU by pod shape)
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,22 +39,34 @@ class Placement:
 
 
 @dataclass
+class _Incremental:
+    """A full-length per-node result and the point of the change log it reflects."""
+
+    values: Any
+    base: int
+    pos: int
+
+
+@dataclass
 class Profile:
     scheduler_name: str
     filters: Sequence[FilterPlugin]
     scores: Sequence[tuple[ScorePlugin, int]]
     seed: int = 0
-    _static_masks: dict[tuple[str, bytes], BoolArray] = field(default_factory=dict)
-    _static_scores: dict[tuple[str, bytes], IntArray | None] = field(default_factory=dict)
+    incremental: bool = True  # False recomputes everything for every pod (the reference the caches are tested against)
+    _static: dict[tuple[str, bytes], Any] = field(default_factory=dict)
+    _dynamic: OrderedDict[tuple[str, bytes], _Incremental] = field(default_factory=OrderedDict)
     _generation: int = -1
     _node_hash: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
     def _sync(self, nodes: NodeTable) -> None:
         if self._generation != nodes.generation or len(self._node_hash) != len(nodes):
-            self._static_masks.clear()
-            self._static_scores.clear()
+            self._static.clear()
+            self._dynamic.clear()
             self._generation = nodes.generation
             self._node_hash = np.array([_hash(self.seed, n) for n in nodes.names], dtype=np.int64)
+
+    # --- filters ---------------------------------------------------------------------------------------------
 
     def feasible(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> BoolArray:
         """The AND of every filter's mask."""
@@ -57,13 +77,42 @@ class Profile:
         return mask
 
     def _filter(self, plugin: FilterPlugin, state: CycleState, pod: PodInfo, nodes: NodeTable) -> BoolArray:
-        if not plugin.static:
-            return plugin.filter(state, pod, nodes)
-        key = (plugin.name, pod.signature)
-        mask = self._static_masks.get(key)
-        if mask is None:
-            mask = self._static_masks[key] = plugin.filter(state, pod, nodes)
-        return mask
+        if plugin.static:
+            key = (plugin.name, pod.signature)
+            if key not in self._static:
+                self._static[key] = plugin.filter(state, pod, nodes)
+            return self._static[key]  # type: ignore[no-any-return]
+
+        def compute(rows: IntArray | None) -> BoolArray:
+            return plugin.filter(state, pod, nodes, rows)
+
+        return self._incremental(plugin.name, pod, nodes, compute)  # type: ignore[no-any-return]
+
+    def _incremental(self, name: str, pod: PodInfo, nodes: NodeTable, compute: Callable[[IntArray | None], Any]) -> Any:
+        """The cached full-length result for ``pod``'s shape, with the rows changed since brought up to date."""
+        if not self.incremental:
+            return compute(None)
+        key = (name, pod.shape)
+        entry = self._dynamic.get(key)
+        log = nodes.changes
+        if entry is None or entry.base != nodes.changes_base:
+            entry = _Incremental(compute(None), nodes.changes_base, len(log))
+            self._dynamic[key] = entry
+            if len(self._dynamic) > _CACHE_SHAPES:
+                self._dynamic.popitem(last=False)
+        elif entry.pos < len(log):
+            dirty = np.unique(np.asarray(log[entry.pos :], dtype=np.intp))
+            if entry.values is None:
+                pass  # the plugin skips this shape whatever the usage
+            elif len(dirty) * 4 > len(nodes):
+                entry.values = compute(None)
+            else:
+                entry.values[dirty] = compute(dirty)
+            entry.pos = len(log)
+        self._dynamic.move_to_end(key)
+        return entry.values
+
+    # --- scores ----------------------------------------------------------------------------------------------
 
     def schedule(self, pod: PodInfo, nodes: NodeTable) -> Placement:
         """Filter, score and select, as ``schedulePod`` does (every node is evaluated: percentageOfNodesToScore
@@ -81,21 +130,23 @@ class Profile:
     def total_scores(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: IntArray) -> IntArray:
         total = np.zeros(len(rows), dtype=np.int64)
         for plugin, weight in self.scores:
-            raw = self._score(plugin, state, pod, nodes, rows)
-            if raw is not None:
-                total += weight * plugin.normalize(raw)
+            full = self._score(plugin, state, pod, nodes)
+            if full is not None:
+                total += weight * plugin.normalize(full[rows])
         return total
 
-    def _score(
-        self, plugin: ScorePlugin, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: IntArray
-    ) -> IntArray | None:
-        if not plugin.static:
-            return plugin.score(state, pod, nodes, rows)
-        key = (plugin.name, pod.signature)
-        if key not in self._static_scores:
-            self._static_scores[key] = plugin.score(state, pod, nodes, np.arange(len(nodes)))
-        full = self._static_scores[key]
-        return None if full is None else full[rows]
+    def _score(self, plugin: ScorePlugin, state: CycleState, pod: PodInfo, nodes: NodeTable) -> IntArray | None:
+        """The plugin's raw scores over every node (None when it skips the pod)."""
+        if plugin.static:
+            key = (plugin.name, pod.signature)
+            if key not in self._static:
+                self._static[key] = plugin.score(state, pod, nodes, np.arange(len(nodes)))
+            return self._static[key]  # type: ignore[no-any-return]
+
+        def compute(rows: IntArray | None) -> IntArray | None:
+            return plugin.score(state, pod, nodes, np.arange(len(nodes)) if rows is None else rows)
+
+        return self._incremental(plugin.name, pod, nodes, compute)  # type: ignore[no-any-return]
 
     def select(self, pod: PodInfo, rows: IntArray, total: IntArray) -> int:
         """The highest total score; ties go to a seeded hash of node and pod names, so the choice is spread

@@ -35,25 +35,30 @@ class _Entry:
 
 
 class SchedulingQueue:
-    """Active heap ordered by (priority desc, creation asc, key); gated and unschedulable pods wait aside."""
+    """Active heap ordered by (priority desc, creation asc, key); gated and unschedulable pods wait aside,
+    indexed by the events that can release them, so an event costs only the pods it may help."""
 
     def __init__(self, pre_enqueue: Callable[[PodInfo], Status]) -> None:
         self._pre_enqueue = pre_enqueue
         self._heap: list[tuple[tuple[int, float, str], str]] = []
         self._active: dict[str, PodInfo] = {}
         self.gated: dict[str, tuple[PodInfo, Status]] = {}
+        self._gated_by_group: dict[str | None, set[str]] = {}
         self.unschedulable: dict[str, _Entry] = {}
+        self._by_event: dict[str, set[str]] = {}
+        self._gang_by_group: dict[str | None, set[str]] = {}
 
     def __len__(self) -> int:
         return len(self._active)
 
     def add(self, pi: PodInfo) -> None:
         """Admit a pod: PreEnqueue decides between the active queue and the gated set."""
+        self.remove(pi.key)
         status = self._pre_enqueue(pi)
         if not status.ok:
             self.gated[pi.key] = (pi, status)
+            self._gated_by_group.setdefault(pi.group_key, set()).add(pi.key)
             return
-        self.gated.pop(pi.key, None)
         self._active[pi.key] = pi
         heapq.heappush(self._heap, (pi.sort_key(), pi.key))
 
@@ -71,27 +76,38 @@ class SchedulingQueue:
 
     def remove(self, key: str) -> None:
         self._active.pop(key, None)
-        self.gated.pop(key, None)
-        self.unschedulable.pop(key, None)
+        gated = self.gated.pop(key, None)
+        if gated is not None:
+            self._gated_by_group.get(gated[0].group_key, set()).discard(key)
+        entry = self.unschedulable.pop(key, None)
+        if entry is not None:
+            for plugin in entry.rejected_by:
+                for event in EVENT_HINTS.get(plugin, ()):
+                    self._by_event.get(event, set()).discard(key)
+            self._gang_by_group.get(entry.pi.group_key, set()).discard(key)
 
     def mark_unschedulable(self, pi: PodInfo, rejected_by: Iterable[str]) -> None:
-        self.unschedulable[pi.key] = _Entry(pi, frozenset(rejected_by))
+        self.remove(pi.key)
+        entry = self.unschedulable[pi.key] = _Entry(pi, frozenset(rejected_by))
+        for plugin in entry.rejected_by:
+            if plugin == "GangScheduling":
+                self._gang_by_group.setdefault(pi.group_key, set()).add(pi.key)
+                continue
+            for event in EVENT_HINTS.get(plugin, ()):
+                self._by_event.setdefault(event, set()).add(pi.key)
 
     def on_event(self, event: str, group_key: str | None = None) -> int:
-        """Move pods that ``event`` may help back to the active queue; re-run PreEnqueue for gated pods of
-        ``group_key``. Returns how many pods moved."""
-        moved = 0
-        for key, entry in list(self.unschedulable.items()):
-            if any(event in EVENT_HINTS.get(p, ()) for p in entry.rejected_by) and (
-                group_key is None or "GangScheduling" not in entry.rejected_by or entry.pi.group_key == group_key
-            ):
-                del self.unschedulable[key]
-                self.add(entry.pi)
-                moved += 1
+        """Move pods that ``event`` may help back to the active queue (queueing hints); a Pod or PodGroup add
+        re-runs PreEnqueue for the gated pods of its group. Returns how many pods became active."""
+        keys = set(self._by_event.get(event, ()))
         if event in ("PodAdd", "PodGroupAdd") and group_key is not None:
-            for key, (pi, _) in list(self.gated.items()):
-                if pi.group_key == group_key:
-                    del self.gated[key]
-                    self.add(pi)
-                    moved += key in self._active
+            keys |= self._gang_by_group.get(group_key, set())
+            keys |= self._gated_by_group.get(group_key, set())
+        moved = 0
+        for key in sorted(keys):
+            entry = self.unschedulable.get(key)
+            pi = entry.pi if entry is not None else self.gated[key][0] if key in self.gated else None
+            if pi is not None:
+                self.add(pi)
+                moved += key in self._active
         return moved

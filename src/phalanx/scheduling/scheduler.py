@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from phalanx.api.gcpause import paused_gc
 from phalanx.api.models import Node, Pod, PodGroup, PriorityClass
 from phalanx.api.priority import PriorityResolver
 from phalanx.cluster.pods import PodInfo, pod_key
@@ -68,15 +69,16 @@ class Scheduler:
         priority_classes: Iterable[PriorityClass] = (),
     ) -> None:
         """Take a snapshot: nodes first, then groups, then pods (bound pods accounted, pending pods queued)."""
-        self.priorities = PriorityResolver(priority_classes)
-        self.state = ClusterState(list(nodes))
-        for pg in pod_groups:
-            self._add_group(pg)
-        infos = [PodInfo.of(p, self.priorities.resolve(p.spec.priority, p.spec.priority_class_name)) for p in pods]
-        for pi in infos:
-            self._register(pi)
-        for pi in infos:
-            self._admit(pi)
+        with paused_gc():
+            self.priorities = PriorityResolver(priority_classes)
+            self.state = ClusterState(list(nodes))
+            for pg in pod_groups:
+                self._add_group(pg)
+            infos = [PodInfo.of(p, self.priorities.resolve(p.spec.priority, p.spec.priority_class_name)) for p in pods]
+            for pi in infos:
+                self._register(pi)
+            for pi in infos:
+                self._admit(pi)
 
     def _add_group(self, pg: PodGroup) -> GroupInfo:
         key = pod_key(pg.metadata.namespace, pg.metadata.name)
@@ -119,6 +121,33 @@ class Scheduler:
             self.outcomes[pi.key] = o.PodOutcome(o.PHASE_WAITING, None, o.REASON_OTHER_SCHEDULER, msg)
             return
         self.queue.add(pi)
+
+    # --- events (simulate and serve feed these; schedule uses load) ---------------------------------------------
+
+    def add_pod(self, pod: Pod) -> PodInfo:
+        """A pod appeared: account it if bound, queue it if pending, and wake its group's waiting members."""
+        pi = PodInfo.of(pod, self.priorities.resolve(pod.spec.priority, pod.spec.priority_class_name))
+        self._register(pi)
+        self._admit(pi)
+        self.queue.on_event("PodAdd", pi.group_key)
+        return pi
+
+    def delete_pod(self, key: str) -> None:
+        """A pod is gone (deleted, completed or evicted): free its node and retry pods that may now fit."""
+        pi = self.pods.pop(key, None)
+        if pi is None:
+            return
+        self.queue.remove(key)
+        self.outcomes.pop(key, None)
+        if pi.group_key:
+            self.members.get(pi.group_key, set()).discard(key)
+        if key in self.state.placement:
+            self.state.remove(pi)
+            self.queue.on_event("PodDelete")
+
+    def add_pod_group(self, pg: PodGroup) -> None:
+        group = self._add_group(pg)
+        self.queue.on_event("PodGroupAdd", group.key)
 
     # --- PreEnqueue (SchedulingGates, GangScheduling) -------------------------------------------------------------
 

@@ -13,6 +13,7 @@ import msgspec
 
 from phalanx.api import models as m
 from phalanx.api.errors import FieldError, Problem
+from phalanx.api.gcpause import paused_gc
 from phalanx.api.loader import Inventory, problem_at
 from phalanx.api.validation.node import validate_node
 from phalanx.api.validation.pod import validate_pod
@@ -53,4 +54,5 @@ def validate(inv: Inventory) -> list[Problem]:
     # inv.sources was filled in input order; objects without a source (generated) go last.
     position = {key: i for i, key in enumerate(inv.sources)}
     objects.sort(key=lambda obj: position.get(id(obj), len(position)))
-    return [problem_at(inv, obj, err) for obj in objects for err in validate_object(obj)]
+    with paused_gc():
+        return [problem_at(inv, obj, err) for obj in objects for err in validate_object(obj)]

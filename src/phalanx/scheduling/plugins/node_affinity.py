@@ -104,7 +104,7 @@ class NodeAffinity:
         out = [spec.affinity.node_affinity] if spec.affinity and spec.affinity.node_affinity else []
         return out + ([self.added] if self.added else [])
 
-    def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> BoolArray:
+    def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: IntArray | None = None) -> BoolArray:
         mask = np.ones(len(nodes), dtype=bool)
         for key, value in pod.pod.spec.node_selector.items():
             mask &= nodes.label(key).mask_in([value])

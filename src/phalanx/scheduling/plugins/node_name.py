@@ -20,7 +20,7 @@ class NodeName:
     static: ClassVar[bool] = True
     unresolvable: ClassVar[bool] = True
 
-    def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> BoolArray:
+    def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: IntArray | None = None) -> BoolArray:
         wanted = pod.pod.spec.node_name
         if not wanted:
             return np.ones(len(nodes), dtype=bool)

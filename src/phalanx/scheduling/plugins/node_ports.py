@@ -26,13 +26,15 @@ class NodePorts:
     static: ClassVar[bool] = False
     unresolvable: ClassVar[bool] = False
 
-    def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> BoolArray:
-        mask = np.ones(len(nodes), dtype=bool)
+    def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: IntArray | None = None) -> BoolArray:
+        selected = range(len(nodes)) if rows is None else rows.tolist()
+        mask = np.ones(len(selected), dtype=bool)
         if not pod.host_ports:
             return mask
-        for i, used in enumerate(nodes.host_ports):
+        for j, i in enumerate(selected):
+            used = nodes.host_ports[i]
             if used and any(conflicts(w, u) for w in pod.host_ports for u in used):
-                mask[i] = False
+                mask[j] = False
         return mask
 
     def reasons(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rejected: IntArray) -> Counter[str]:

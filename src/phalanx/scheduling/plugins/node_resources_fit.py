@@ -60,11 +60,12 @@ class NodeResourcesFit:
             return False
         return name in self._ignored or name.split("/", 1)[0] in self._ignored_groups
 
-    def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> BoolArray:
-        mask: BoolArray = nodes.pod_count < nodes.max_pods
+    def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: IntArray | None = None) -> BoolArray:
+        sel = slice(None) if rows is None else rows
+        mask: BoolArray = nodes.pod_count[sel] < nodes.max_pods[sel]
         cols, vals = self._checked(pod)
         if len(cols):
-            free = nodes.allocatable[:, cols] - nodes.requested[:, cols]
+            free = nodes.allocatable[sel][:, cols] - nodes.requested[sel][:, cols]
             mask &= (free >= vals).all(axis=1)
         return mask
 

@@ -23,7 +23,7 @@ class NodeUnschedulable:
     static: ClassVar[bool] = True
     unresolvable: ClassVar[bool] = True
 
-    def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> BoolArray:
+    def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: IntArray | None = None) -> BoolArray:
         if any(tolerates(t, _TAINT) for t in pod.tolerations):
             return np.ones(len(nodes), dtype=bool)
         return ~nodes.unschedulable

@@ -45,7 +45,7 @@ class TaintToleration:
     static: ClassVar[bool] = True
     unresolvable: ClassVar[bool] = True
 
-    def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> BoolArray:
+    def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: IntArray | None = None) -> BoolArray:
         ok = np.array(
             [_untolerated(ts, pod.tolerations, ("NoSchedule", "NoExecute")) == 0 for ts in nodes.taint_sets],
             dtype=bool,
