@@ -209,7 +209,7 @@ def _validate_resource_claims(claims: list[dict[str, Any]]) -> list[FieldError]:
     seen: set[str] = set()
     for i, claim in enumerate(claims):
         at = f"spec.resourceClaims[{i}]"
-        name = claim["name"]
+        name = claim.get("name")
         if not isinstance(name, str) or not name:
             errs.append(FieldError.required(f"{at}.name"))
         elif name in seen:
