@@ -353,6 +353,7 @@ SCHEDULING_CASES = [
                     {"name": "gpu", "resourceClaimTemplateName": "gpu-tpl"},
                     {"name": "gpu", "resourceClaimName": "a", "resourceClaimTemplateName": "b"},
                     {"name": "Net"},
+                    {"resourceClaimName": "Shared_GPUs"},
                 ]
             }
         },
@@ -363,6 +364,8 @@ SCHEDULING_CASES = [
             f'spec.resourceClaims[2].name: Invalid value: "Net": {DNS_LABEL}',
             'spec.resourceClaims[2]: Invalid value: "": must specify one of: `resourceClaimName`, '
             "`resourceClaimTemplateName`",
+            "spec.resourceClaims[3].name: Required value",
+            f'spec.resourceClaims[3].resourceClaimName: Invalid value: "Shared_GPUs": {DNS_SUBDOMAIN}',
         ],
     ),
     Case(
