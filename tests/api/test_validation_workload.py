@@ -51,7 +51,7 @@ WORKLOAD_CASES = [
             }
         },
     ),
-    Case("spec missing", {"spec": DELETE}, ["spec: Required value"]),
+    Case("spec missing is an empty spec", {"spec": DELETE}, [f"{P}: Required value"]),
     Case("no templates", templates(), [f"{P}: Required value"]),
     Case(
         "nine templates",
@@ -63,9 +63,9 @@ WORKLOAD_CASES = [
         "template names: missing, not a DNS label, duplicate",
         templates(template(""), template("Worker.0"), template("a"), template("a")),
         [
+            f'{P}[3]: Duplicate value: {{"name":"a","schedulingPolicy":{{"gang":{{"minCount":4}}}}}}',
             f"{P}[0].name: Required value",
             f'{P}[1].name: Invalid value: "Worker.0": {DNS_LABEL}',
-            f'{P}[3].name: Duplicate value: "a"',
         ],
     ),
     Case(
@@ -90,10 +90,7 @@ WORKLOAD_CASES = [
     Case(
         "template with both policies",
         templates(template(schedulingPolicy={"basic": {}, "gang": {"minCount": 2}})),
-        [
-            f'{P}[0].schedulingPolicy: Invalid value: "{{`basic`, `gang`}}": '
-            "must specify exactly one of: `basic`, `gang`"
-        ],
+        [f'{P}[0].schedulingPolicy: Invalid value: "{{basic, gang}}": must specify exactly one of: `basic`, `gang`'],
     ),
     Case(
         "template priority above the user maximum",
@@ -117,7 +114,11 @@ PG_CASES = [
             "status": {"resourceClaimStatuses": [{"name": "gpus", "resourceClaimName": "pg-gpus-x7k2"}, {"name": "b"}]},
         },
     ),
-    Case("spec missing", {"spec": DELETE}, ["spec: Required value"]),
+    Case(
+        "spec missing is an empty spec",
+        {"spec": DELETE},
+        ['spec.schedulingPolicy: Invalid value: "": must specify one of: `basic`, `gang`'],
+    ),
     Case(
         "name not a DNS subdomain",
         {"metadata": {"name": "PG-0"}},
@@ -188,10 +189,11 @@ PG_CASES = [
             }
         },
         [
+            'spec.resourceClaims[1]: Duplicate value: {"name":"gpus","resourceClaimName":"a",'
+            '"resourceClaimTemplateName":"b"}',
             'spec.resourceClaims[0]: Invalid value: "": must specify one of: `resourceClaimName`, '
             "`resourceClaimTemplateName`",
-            'spec.resourceClaims[1].name: Duplicate value: "gpus"',
-            'spec.resourceClaims[1]: Invalid value: "{`resourceClaimName`, `resourceClaimTemplateName`}": must specify '
+            'spec.resourceClaims[1]: Invalid value: "{resourceClaimName, resourceClaimTemplateName}": must specify '
             "exactly one of: `resourceClaimName`, `resourceClaimTemplateName`",
             "spec.resourceClaims[2].name: Required value",
             f'spec.resourceClaims[2].resourceClaimName: Invalid value: "Bad_Name": {DNS_SUBDOMAIN}',
@@ -208,10 +210,18 @@ PG_CASES = [
     Case("priority at the user maximum", {"spec": {"priority": 1_000_000_000}}),
     Case(
         "status claim statuses",
-        {"status": {"resourceClaimStatuses": [{"name": "a"}, {"name": "a"}, {"resourceClaimName": "x"}]}},
+        {
+            "status": {
+                "resourceClaimStatuses": [
+                    {"name": "a"},
+                    {"name": "a", "resourceClaimName": "pg-a"},
+                    {"name": "b", "resourceClaimName": "PG-B"},
+                ]
+            }
+        },
         [
-            'status.resourceClaimStatuses[1].name: Duplicate value: "a"',
-            "status.resourceClaimStatuses[2].name: Required value",
+            'status.resourceClaimStatuses[1]: Duplicate value: {"name":"a","resourceClaimName":"pg-a"}',
+            f'status.resourceClaimStatuses[2].resourceClaimName: Invalid value: "PG-B": {DNS_SUBDOMAIN}',
         ],
     ),
     Case(

@@ -5,7 +5,8 @@ Each helper takes the field path and the value and returns every problem, so a v
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from typing import TypeVar
 
 import msgspec
 
@@ -25,7 +26,11 @@ __all__ = [
     "required",
     "shown",
     "union",
+    "unique",
 ]
+
+
+Item = TypeVar("Item", bound=msgspec.Struct)
 
 
 class Shown:
@@ -72,7 +77,8 @@ def required(path: str, value: str, fmt: Callable[[str, str], list[FieldError]])
 def union(path: str, members: dict[str, bool]) -> list[FieldError]:
     """A union where exactly one member (JSON name -> is set) must be set, with declarative validation's messages."""
     listed = ", ".join(f"`{name}`" for name in members)
-    chosen = [f"`{name}`" for name, is_set in members.items() if is_set]
+    # The "specified" list in the value is plain; the "one of" list in the detail is backquoted.
+    chosen = [name for name, is_set in members.items() if is_set]
     if not chosen:
         return [FieldError.invalid(path, "", f"must specify one of: {listed}")]
     if len(chosen) > 1:
@@ -92,3 +98,15 @@ def joined_label_value(path: str, value: str) -> list[FieldError]:
     """A label value whose problems kube-apiserver reports in one message, joined by ';' (taints, tolerations)."""
     msgs = names.check_label_value(value)
     return [FieldError.invalid(path, value, ";".join(msgs))] if msgs else []
+
+
+def unique(path: str, items: Sequence[Item], key: Callable[[Item], object]) -> list[FieldError]:
+    """A list with map semantics: every item whose key an earlier item already has is a "Duplicate value"."""
+    errs: list[FieldError] = []
+    seen: set[object] = set()
+    for i, item in enumerate(items):
+        k = key(item)
+        if k in seen:
+            errs.append(FieldError.duplicate(f"{path}[{i}]", shown(item)))
+        seen.add(k)
+    return errs

@@ -28,11 +28,10 @@ _PRIORITY_RANGE = (-2_147_483_648, 1_000_000_000)
 def validate_pod_group(pg: m.PodGroup) -> list[FieldError]:
     """Every problem with a PodGroup, as kube-apiserver reports them on create."""
     errs = validate_object_meta(pg.metadata, namespaced=True)
-    if pg.spec is None:
-        errs.append(FieldError.required("spec"))
-    else:
-        errs += _validate_template_ref(pg.spec.pod_group_template_ref)
-        errs += validate_group_fields("spec", pg.spec)
+    # spec is a required struct in the API: an absent spec is an empty one, so its own rules report it.
+    spec = pg.spec or m.PodGroupSpec()
+    errs += _validate_template_ref(spec.pod_group_template_ref)
+    errs += validate_group_fields("spec", spec)
     errs += _validate_status(pg.status)
     return errs
 
@@ -90,19 +89,15 @@ def _validate_constraints(path: str, constraints: m.PodGroupSchedulingConstraint
 def _validate_claims(path: str, claims: list[m.PodGroupResourceClaim]) -> list[FieldError]:
     if len(claims) > MAX_POD_GROUP_RESOURCE_CLAIMS:
         return [FieldError.too_many(path, len(claims), MAX_POD_GROUP_RESOURCE_CLAIMS)]
-    errs: list[FieldError] = []
-    seen: set[str] = set()
+    errs = f.unique(path, claims, lambda claim: claim.name)
     for i, claim in enumerate(claims):
         at = f"{path}[{i}]"
-        errs += f.required(f"{at}.name", claim.name, f.dns_label)
-        if claim.name and claim.name in seen:
-            errs.append(FieldError.duplicate(f"{at}.name", claim.name))
-        seen.add(claim.name)
         members = {
             "resourceClaimName": claim.resource_claim_name is not None,
             "resourceClaimTemplateName": claim.resource_claim_template_name is not None,
         }
         errs += f.union(at, members)
+        errs += f.required(f"{at}.name", claim.name, f.dns_label)
         if claim.resource_claim_name is not None:
             errs += f.required(f"{at}.resourceClaimName", claim.resource_claim_name, f.dns_subdomain)
         if claim.resource_claim_template_name is not None:
@@ -125,15 +120,9 @@ def _validate_status(status: m.PodGroupStatus) -> list[FieldError]:
     statuses = status.resource_claim_statuses
     if len(statuses) > MAX_POD_GROUP_RESOURCE_CLAIMS:
         return [FieldError.too_many(path, len(statuses), MAX_POD_GROUP_RESOURCE_CLAIMS)]
-    errs: list[FieldError] = []
-    seen: set[str] = set()
+    errs = f.unique(path, statuses, lambda claim_status: claim_status.name)
     for i, claim_status in enumerate(statuses):
-        at = f"{path}[{i}]"
-        if not claim_status.name:
-            errs.append(FieldError.required(f"{at}.name"))
-        elif claim_status.name in seen:
-            errs.append(FieldError.duplicate(f"{at}.name", claim_status.name))
-        seen.add(claim_status.name)
         if claim_status.resource_claim_name is not None:
-            errs += f.required(f"{at}.resourceClaimName", claim_status.resource_claim_name, f.dns_subdomain)
+            at = f"{path}[{i}].resourceClaimName"
+            errs += f.required(at, claim_status.resource_claim_name, f.dns_subdomain)
     return errs

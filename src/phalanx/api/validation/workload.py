@@ -16,9 +16,8 @@ MAX_POD_GROUP_TEMPLATES = 8
 def validate_workload(workload: m.Workload) -> list[FieldError]:
     """Every problem with a Workload, as kube-apiserver reports them on create."""
     errs = validate_object_meta(workload.metadata, namespaced=True)
-    spec = workload.spec
-    if spec is None:
-        return [*errs, FieldError.required("spec")]
+    # spec is a required struct in the API: an absent spec is an empty one, so its own rules report it.
+    spec = workload.spec or m.WorkloadSpec()
     if spec.controller_ref is not None:
         errs += _validate_controller_ref(spec.controller_ref)
     errs += _validate_templates(spec.pod_group_templates)
@@ -39,13 +38,9 @@ def _validate_templates(templates: list[m.PodGroupTemplate]) -> list[FieldError]
         return [FieldError.required(path)]
     if len(templates) > MAX_POD_GROUP_TEMPLATES:
         return [FieldError.too_many(path, len(templates), MAX_POD_GROUP_TEMPLATES)]
-    errs: list[FieldError] = []
-    seen: set[str] = set()
+    errs = f.unique(path, templates, lambda template: template.name)
     for i, template in enumerate(templates):
         at = f"{path}[{i}]"
         errs += f.required(f"{at}.name", template.name, f.dns_label)
-        if template.name and template.name in seen:
-            errs.append(FieldError.duplicate(f"{at}.name", template.name))
-        seen.add(template.name)
         errs += validate_group_fields(at, template)
     return errs
