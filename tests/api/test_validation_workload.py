@@ -110,7 +110,10 @@ PG_CASES = [
     Case(
         "valid pod group with template ref and status",
         {
-            "spec": {"podGroupTemplateRef": {"workload": {"workloadName": "train", "podGroupTemplateName": "worker"}}},
+            "spec": {
+                "podGroupTemplateRef": {"workload": {"workloadName": "train", "podGroupTemplateName": "worker"}},
+                "resourceClaims": [claim("gpus", resourceClaimTemplateName="gpus"), claim("b", resourceClaimName="b")],
+            },
             "status": {"resourceClaimStatuses": [{"name": "gpus", "resourceClaimName": "pg-gpus-x7k2"}, {"name": "b"}]},
         },
     ),
@@ -211,17 +214,21 @@ PG_CASES = [
     Case(
         "status claim statuses",
         {
+            "spec": {"resourceClaims": [claim("a", resourceClaimName="a"), claim("b", resourceClaimName="b")]},
             "status": {
                 "resourceClaimStatuses": [
                     {"name": "a"},
                     {"name": "a", "resourceClaimName": "pg-a"},
                     {"name": "b", "resourceClaimName": "PG-B"},
+                    {"name": "c"},
                 ]
-            }
+            },
         },
         [
             'status.resourceClaimStatuses[1]: Duplicate value: {"name":"a","resourceClaimName":"pg-a"}',
             f'status.resourceClaimStatuses[2].resourceClaimName: Invalid value: "PG-B": {DNS_SUBDOMAIN}',
+            'status.resourceClaimStatuses[3].name: Invalid value: "c": '
+            "must match the name of an entry in `spec.resourceClaims`",
         ],
     ),
     Case(

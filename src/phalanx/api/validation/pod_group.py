@@ -32,7 +32,7 @@ def validate_pod_group(pg: m.PodGroup) -> list[FieldError]:
     spec = pg.spec or m.PodGroupSpec()
     errs += _validate_template_ref(spec.pod_group_template_ref)
     errs += validate_group_fields("spec", spec)
-    errs += _validate_status(pg.status)
+    errs += _validate_status(pg.status, {claim.name for claim in spec.resource_claims})
     return errs
 
 
@@ -115,14 +115,18 @@ def _validate_priority(path: str, priority: int) -> list[FieldError]:
     return []
 
 
-def _validate_status(status: m.PodGroupStatus) -> list[FieldError]:
+def _validate_status(status: m.PodGroupStatus, claim_names: set[str]) -> list[FieldError]:
     path = "status.resourceClaimStatuses"
     statuses = status.resource_claim_statuses
     if len(statuses) > MAX_POD_GROUP_RESOURCE_CLAIMS:
         return [FieldError.too_many(path, len(statuses), MAX_POD_GROUP_RESOURCE_CLAIMS)]
     errs = f.unique(path, statuses, lambda claim_status: claim_status.name)
     for i, claim_status in enumerate(statuses):
+        at = f"{path}[{i}]"
         if claim_status.resource_claim_name is not None:
-            at = f"{path}[{i}].resourceClaimName"
-            errs += f.required(at, claim_status.resource_claim_name, f.dns_subdomain)
+            errs += f.required(f"{at}.resourceClaimName", claim_status.resource_claim_name, f.dns_subdomain)
+        # The status update rule: a status entry exists only for a claim the spec declares.
+        if claim_status.name not in claim_names:
+            detail = "must match the name of an entry in `spec.resourceClaims`"
+            errs.append(FieldError.invalid(f"{at}.name", claim_status.name, detail))
     return errs
