@@ -156,7 +156,7 @@ RESOURCE_CASES = [
     Case(
         "overhead",
         {"spec": {"overhead": {"cpu": "x"}}},
-        [f'spec.overhead[cpu]: Invalid value: "x": {QUANTITY}'],
+        [f'spec.overhead.limits[cpu]: Invalid value: "x": {QUANTITY}'],
     ),
 ]
 

@@ -125,13 +125,8 @@ def _compare_with_limit(
 
 
 def validate_overhead(overhead: m.ResourceList, path: str) -> list[FieldError]:
-    """Pod overhead: the same name and value rules as container limits."""
-    errs: list[FieldError] = []
-    for name, raw in overhead.items():
-        at = f.key(path, name)
-        errs += _validate_container_name(at, name)
-        errs += _validate_value(at, name, raw)[1]
-    return errs
+    """Pod overhead, checked as kube-apiserver does: as the limits of a container (so ``spec.overhead.limits[r]``)."""
+    return validate_container_resources(m.ResourceRequirements(limits=overhead), path)
 
 
 def validate_node_resource(path: str, name: str, raw: m.Quantity) -> list[FieldError]:
