@@ -61,8 +61,8 @@ META_CASES = [
     ),
     Case(
         "annotation key",
-        {"metadata": {"annotations": {"a b": "v", "UPPER.example.com/Key": "ok after lower-casing"}}},
-        [f'metadata.annotations: Invalid value: "a b": {QUALIFIED_NAME}'],
+        {"metadata": {"annotations": {"A b": "v", "UPPER.example.com/Key": "ok after lower-casing"}}},
+        [f'metadata.annotations: Invalid value: "A b": {QUALIFIED_NAME}'],
     ),
     Case(
         "annotations over 256 KiB",

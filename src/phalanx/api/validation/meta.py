@@ -63,7 +63,8 @@ def validate_labels(labels: dict[str, str], path: str) -> list[FieldError]:
 def _validate_annotations(annotations: dict[str, str]) -> list[FieldError]:
     errs: list[FieldError] = []
     for k in annotations:
-        errs += f.qualified_name("metadata.annotations", k.lower())
+        # Keys are checked lower-cased but reported as written.
+        errs += [FieldError.invalid("metadata.annotations", k, msg) for msg in names.check_qualified_name(k.lower())]
     size = sum(len(k.encode()) + len(v.encode()) for k, v in annotations.items())
     if size > ANNOTATIONS_SIZE_LIMIT:
         errs.append(
