@@ -34,6 +34,8 @@ from phalanx.api.models import (
 from phalanx.scheduling.scheduler import Scheduler
 from phalanx.scheduling.snapshot import peak_rss_bytes
 
+POD_REQUESTS: dict[str, str | int | float] = {"cpu": "100m", "memory": "500Mi"}
+
 
 def make_nodes(n: int) -> list[Node]:
     return [
@@ -119,9 +121,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("shapes", nargs="*", choices=[[], *SHAPES], default=[])
     args = parser.parse_args()
-    print(
-        f"{'shape':<34} {'pods':>8} {'seconds':>8} {'pods/s':>10} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8} {'RSS MiB':>9}"
-    )
+    columns = [("pods", 8), ("seconds", 8), ("pods/s", 10), ("p50 ms", 8), ("p90 ms", 8), ("p99 ms", 8), ("RSS MiB", 9)]
+    print(f"{'shape':<34} " + " ".join(f"{h:>{w}}" for h, w in columns))
     for name in args.shapes or list(SHAPES):
         print(SHAPES[name]().row(), flush=True)
     sys.exit(0)

@@ -78,7 +78,7 @@ class Profile:
 
     def _filter(self, plugin: FilterPlugin, state: CycleState, pod: PodInfo, nodes: NodeTable) -> BoolArray:
         if plugin.static:
-            key = (plugin.name, pod.signature)
+            key = ("Filter" + plugin.name, pod.signature)
             if key not in self._static:
                 self._static[key] = plugin.filter(state, pod, nodes)
             return self._static[key]  # type: ignore[no-any-return]
@@ -86,10 +86,11 @@ class Profile:
         def compute(rows: IntArray | None) -> BoolArray:
             return plugin.filter(state, pod, nodes, rows)
 
-        return self._incremental(plugin.name, pod, nodes, compute)  # type: ignore[no-any-return]
+        return self._incremental("Filter" + plugin.name, pod, nodes, compute)  # type: ignore[no-any-return]
 
     def _incremental(self, name: str, pod: PodInfo, nodes: NodeTable, compute: Callable[[IntArray | None], Any]) -> Any:
-        """The cached full-length result for ``pod``'s shape, with the rows changed since brought up to date."""
+        """The cached full-length result for ``pod``'s shape, with the rows changed since brought up to date.
+        ``name`` is extension point + plugin name, so a plugin's filter and score never share an entry."""
         if not self.incremental:
             return compute(None)
         key = (name, pod.shape)
@@ -138,7 +139,7 @@ class Profile:
     def _score(self, plugin: ScorePlugin, state: CycleState, pod: PodInfo, nodes: NodeTable) -> IntArray | None:
         """The plugin's raw scores over every node (None when it skips the pod)."""
         if plugin.static:
-            key = (plugin.name, pod.signature)
+            key = ("Score" + plugin.name, pod.signature)
             if key not in self._static:
                 self._static[key] = plugin.score(state, pod, nodes, np.arange(len(nodes)))
             return self._static[key]  # type: ignore[no-any-return]
@@ -146,7 +147,7 @@ class Profile:
         def compute(rows: IntArray | None) -> IntArray | None:
             return plugin.score(state, pod, nodes, np.arange(len(nodes)) if rows is None else rows)
 
-        return self._incremental(plugin.name, pod, nodes, compute)  # type: ignore[no-any-return]
+        return self._incremental("Score" + plugin.name, pod, nodes, compute)  # type: ignore[no-any-return]
 
     def select(self, pod: PodInfo, rows: IntArray, total: IntArray) -> int:
         """The highest total score; ties go to a seeded hash of node and pod names, so the choice is spread
