@@ -5,9 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pytest
-from builders import PodBuilder, make_pod
 
 from phalanx.cluster.resources import DEFAULT_MEMORY_REQUEST, pod_requests
+
+from builders import PodBuilder, make_pod
 
 Gi = 2**30
 

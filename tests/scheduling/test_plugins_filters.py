@@ -8,7 +8,6 @@ from typing import Any
 import msgspec
 import numpy as np
 import pytest
-from builders import make_node, make_pod
 
 from phalanx.api.models import Taint, Toleration
 from phalanx.cluster.pods import PodInfo
@@ -20,6 +19,8 @@ from phalanx.scheduling.plugins.node_ports import NodePorts
 from phalanx.scheduling.plugins.node_resources_fit import NodeResourcesFit, NodeResourcesFitArgs
 from phalanx.scheduling.plugins.node_unschedulable import NodeUnschedulable
 from phalanx.scheduling.plugins.taint_toleration import TaintToleration, tolerates
+
+from builders import make_node, make_pod
 
 
 def info(pod: Any, state: ClusterState | None = None) -> PodInfo:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from builders import make_node, make_pod
 
 from phalanx.cluster.pods import PodInfo
 from phalanx.cluster.state import ClusterState
@@ -12,6 +11,8 @@ from phalanx.scheduling.framework import CycleState, default_normalize
 from phalanx.scheduling.plugins.node_resources_balanced_allocation import NodeResourcesBalancedAllocation
 from phalanx.scheduling.plugins.node_resources_fit import NodeResourcesFit, NodeResourcesFitArgs
 from phalanx.scheduling.plugins.resource_allocation import ResourceSpec, ShapePoint, requested_to_capacity_ratio
+
+from builders import make_node, make_pod
 
 
 def two_nodes() -> tuple[ClusterState, PodInfo]:
