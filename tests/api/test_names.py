@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from api_cases import DNS_LABEL, DNS_SUBDOMAIN, LABEL_VALUE, QUALIFIED_NAME
 
 from phalanx.api.names import (
     check_dns_label,
@@ -12,6 +11,8 @@ from phalanx.api.names import (
     check_path_segment_name,
     check_qualified_name,
 )
+
+from api_cases import DNS_LABEL, DNS_SUBDOMAIN, LABEL_VALUE, QUALIFIED_NAME
 
 TOO_LONG_63 = "must be no more than 63 characters"
 

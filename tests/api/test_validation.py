@@ -11,6 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from phalanx.api import models as m
+from phalanx.api.loader import load
+from phalanx.api.validation import validate
+
 from api_cases import (
     DELETE,
     DNS_LABEL,
@@ -23,10 +28,6 @@ from api_cases import (
     errors_of,
     params,
 )
-
-from phalanx.api import models as m
-from phalanx.api.loader import load
-from phalanx.api.validation import validate
 
 NODE: dict[str, Any] = {"metadata": {"name": "node-1"}, "status": {"allocatable": {"cpu": "8", "memory": "64Gi"}}}
 PDB: dict[str, Any] = {

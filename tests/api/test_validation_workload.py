@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from api_cases import DELETE, DNS_LABEL, DNS_SUBDOMAIN, QUALIFIED_NAME, Case, Replace, errors_of, params
 
 from phalanx.api import models as m
+
+from api_cases import DELETE, DNS_LABEL, DNS_SUBDOMAIN, QUALIFIED_NAME, Case, Replace, errors_of, params
 
 GANG = {"gang": {"minCount": 4}}
 POD_GROUP: dict[str, Any] = {"metadata": {"name": "pg", "namespace": "ns"}, "spec": {"schedulingPolicy": GANG}}
