@@ -152,18 +152,25 @@ class Scheduler:
     # --- PreEnqueue (SchedulingGates, GangScheduling) -------------------------------------------------------------
 
     def _pre_enqueue(self, pi: PodInfo) -> Status:
+        reason, message = self._gate(pi)
+        if not reason:
+            return Status()
+        plugin = "SchedulingGates" if reason == o.REASON_GATED else "GangScheduling"
+        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (message,), plugin)
+
+    def _gate(self, pi: PodInfo) -> tuple[str, str]:
+        """The PreEnqueue verdict as (reason, message); an empty reason admits the pod."""
         if pi.pod.spec.scheduling_gates:
-            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (o.MSG_GATED,), "SchedulingGates")
+            return o.REASON_GATED, o.MSG_GATED
         gk = pi.group_key
         if gk is None or not self.gang_enabled.get(pi.pod.spec.scheduler_name, True):
-            return Status()
+            return "", ""
         group = self.groups.get(gk)
         if group is None:
-            msg = o.MSG_WAIT_GROUP.format(pi.group_name)
-            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (msg,), "GangScheduling")
+            return o.REASON_WAITING_POD_GROUP, o.MSG_WAIT_GROUP.format(pi.group_name)
         if group.min_count is not None and len(self.members_of(group)) < group.min_count:
-            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (o.MSG_WAIT_MIN_COUNT,), "GangScheduling")
-        return Status()
+            return o.REASON_WAITING_MIN_COUNT, o.MSG_WAIT_MIN_COUNT
+        return "", ""
 
     # --- running -------------------------------------------------------------------------------------------------
 

@@ -15,6 +15,7 @@ from phalanx.api.errors import FieldError
 
 __all__ = [
     "Shown",
+    "decode",
     "dns_label",
     "dns_subdomain",
     "enum",
@@ -34,7 +35,7 @@ Item = TypeVar("Item", bound=msgspec.Struct)
 
 
 class Shown:
-    """A value rendered as written (no quotes), for numbers kept as text and objects shown as JSON."""
+    """A value rendered without quotes: an object shown as JSON where kube-apiserver prints a Go value."""
 
     def __init__(self, text: str) -> None:
         self.text = text
@@ -110,3 +111,16 @@ def unique(path: str, items: Sequence[Item], key: Callable[[Item], object]) -> l
             errs.append(FieldError.duplicate(f"{path}[{i}]", shown(item)))
         seen.add(k)
     return errs
+
+
+Decoded = TypeVar("Decoded")
+
+
+def decode(path: str, raw: object, into: type[Decoded]) -> tuple[Decoded | None, list[FieldError]]:
+    """Decode a part the models keep as written (``dict``) into a typed struct; a wrong type is an error."""
+    try:
+        return msgspec.convert(raw, into), []
+    except msgspec.ValidationError as exc:
+        message, _, where = str(exc).partition(" - at `$")
+        detail = message.replace("Expected `", "must be of type ").replace("`, got `", ", got ").rstrip("`")
+        return None, [FieldError(path + where.rstrip("`"), f"Invalid value: {detail}")]

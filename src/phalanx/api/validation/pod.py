@@ -1,7 +1,8 @@
 """Pod validation: the parts of ``ValidatePodCreate`` the scheduler depends on.
 
-Containers (names, ports, resources), tolerations, node selection, priority, scheduling gates, the PodGroup link and
-pod-level resource claims. Fields phalanx never reads (images, probes, volumes, security) are not checked.
+Containers (names, ports, resources), tolerations, node and pod affinity, topology spread, priority, scheduling
+gates, the PodGroup link and pod-level resource claims. Fields phalanx never reads (images, probes, volumes,
+security) are not checked.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from phalanx.api.validation.affinity import validate_node_affinity
 from phalanx.api.validation.meta import validate_labels, validate_object_meta
 from phalanx.api.validation.node import validate_taint_effect
 from phalanx.api.validation.resources import validate_container_resources, validate_overhead
+from phalanx.api.validation.spread import validate_pod_affinity, validate_topology_spread_constraints
 
 __all__ = ["PREEMPTION_POLICIES", "validate_pod", "validate_preemption_policy"]
 
@@ -40,9 +42,9 @@ def _validate_spec(spec: m.PodSpec) -> list[FieldError]:
     errs += _host_port_conflicts(spec.containers)
     errs += validate_overhead(spec.overhead, "spec.overhead")
     errs += validate_labels(spec.node_selector, "spec.nodeSelector")
-    if spec.affinity is not None and spec.affinity.node_affinity is not None:
-        errs += validate_node_affinity(spec.affinity.node_affinity, "spec.affinity.nodeAffinity")
+    errs += _validate_affinity(spec.affinity)
     errs += _validate_tolerations(spec.tolerations)
+    errs += validate_topology_spread_constraints(spec.topology_spread_constraints)
     errs += _validate_placement(spec)
     if spec.priority_class_name:
         errs += f.dns_subdomain("spec.priorityClassName", spec.priority_class_name)
@@ -168,6 +170,19 @@ def _validate_tolerations(tolerations: list[m.Toleration]) -> list[FieldError]:
         else:
             errs.append(FieldError.unsupported(f"{at}.operator", tol.operator, ["Equal", "Exists"]))
         errs += validate_taint_effect(f"{at}.effect", tol.effect, allow_empty=True)
+    return errs
+
+
+def _validate_affinity(affinity: m.Affinity | None) -> list[FieldError]:
+    if affinity is None:
+        return []
+    errs: list[FieldError] = []
+    if affinity.node_affinity is not None:
+        errs += validate_node_affinity(affinity.node_affinity, "spec.affinity.nodeAffinity")
+    if affinity.pod_affinity is not None:
+        errs += validate_pod_affinity(affinity.pod_affinity, "spec.affinity.podAffinity")
+    if affinity.pod_anti_affinity is not None:
+        errs += validate_pod_affinity(affinity.pod_anti_affinity, "spec.affinity.podAntiAffinity")
     return errs
 
 
