@@ -88,7 +88,7 @@ def schedule(
 ) -> None:
     """What would a v1.36 workload-aware scheduler do with this snapshot?"""
     from phalanx.scheduling.config import load_config
-    from phalanx.scheduling.snapshot import build_result, schedule_snapshot
+    from phalanx.scheduling.snapshot import build_result, node_summary, schedule_snapshot
 
     config = load_config(config_path) if config_path else None
     for warning in config.warnings if config else []:
@@ -102,7 +102,7 @@ def schedule(
     else:
         from phalanx.render import render_table
 
-        render_table(result, Console(width=200 if not sys.stdout.isatty() else None))
+        render_table(result, Console(width=200 if not sys.stdout.isatty() else None), node_summary(sched))
 
 
 cli.add_command(guard)

@@ -8,7 +8,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-__all__ = ["render_table"]
+__all__ = ["render_nodes", "render_table"]
 
 _PHASE_STYLE = {
     "Scheduled": "green",
@@ -19,7 +19,32 @@ _PHASE_STYLE = {
 }
 
 
-def render_table(result: dict[str, Any], console: Console) -> None:
+_MAX_NODES = 50
+
+
+def _amount(resource: str, value: int) -> str:
+    if resource == "cpu":
+        return f"{value / 1000:g}"
+    if resource in ("memory", "ephemeral-storage") or resource.startswith("hugepages-"):
+        return f"{value / 2**30:.3g}Gi"
+    return str(value)
+
+
+def render_nodes(nodes: list[dict[str, Any]], console: Console) -> None:
+    table = Table(title="Nodes (requested / allocatable)")
+    resources = list(nodes[0]["resources"]) if nodes else []
+    for col in ("NODE", "PODS", *(r.upper() if "/" not in r else r for r in resources)):
+        table.add_column(col)
+    for n in nodes[:_MAX_NODES]:
+        used, cap = n["pods"]
+        cells = [f"{_amount(r, u)}/{_amount(r, a)}" for r, (u, a) in n["resources"].items()]
+        table.add_row(n["name"], f"{used}/{cap}", *cells)
+    if len(nodes) > _MAX_NODES:
+        table.caption = f"{len(nodes) - _MAX_NODES} more nodes not shown (use -o json for everything)"
+    console.print(table)
+
+
+def render_table(result: dict[str, Any], console: Console, nodes: list[dict[str, Any]] | None = None) -> None:
     pods = Table(title="Pods", show_lines=False, expand=False)
     for col in ("NAMESPACE", "NAME", "PHASE", "NODE", "REASON"):
         pods.add_column(col, overflow="fold")
@@ -46,6 +71,8 @@ def render_table(result: dict[str, Any], console: Console) -> None:
                 "" if cond is None else cond["message"],
             )
         console.print(groups)
+    if nodes:
+        render_nodes(nodes, console)
     phases = Counter(p["phase"] for p in result["pods"])
     stats = result["stats"]
     summary = ", ".join(f"{n} {phase}" for phase, n in sorted(phases.items()))

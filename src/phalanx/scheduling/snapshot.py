@@ -16,7 +16,7 @@ from phalanx.api.validation import validate
 from phalanx.scheduling.config import SchedulerConfig
 from phalanx.scheduling.scheduler import Scheduler
 
-__all__ = ["API_VERSION", "Timings", "build_result", "peak_rss_bytes", "schedule_snapshot"]
+__all__ = ["API_VERSION", "Timings", "build_result", "node_summary", "peak_rss_bytes", "schedule_snapshot"]
 
 API_VERSION = "phalanx.dev/v1alpha1"
 
@@ -116,3 +116,14 @@ def build_result(sched: Scheduler, timings: Timings) -> dict[str, Any]:
             "peakRssBytes": peak_rss_bytes(),
         },
     }
+
+
+def node_summary(sched: Scheduler) -> list[dict[str, Any]]:
+    """Per node: pods placed and requested/allocatable of every resource some node has (for the table view)."""
+    t = sched.state.table
+    shown = [c for c in range(len(t.resources)) if t.allocatable[:, c].any()]
+    rows = []
+    for i, name in enumerate(t.names):
+        usage = {t.resources.names[c]: (int(t.requested[i, c]), int(t.allocatable[i, c])) for c in shown}
+        rows.append({"name": name, "pods": (int(t.pod_count[i]), int(t.max_pods[i])), "resources": usage})
+    return rows

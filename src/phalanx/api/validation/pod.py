@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import msgspec
+
 from phalanx.api import models as m
 from phalanx.api.errors import FieldError
 from phalanx.api.validation import fields as f
@@ -219,27 +221,32 @@ def _validate_scheduling_gates(gates: list[m.PodSchedulingGate]) -> list[FieldEr
     return errs
 
 
-def _validate_resource_claims(claims: list[dict[str, Any]]) -> list[FieldError]:
-    errs: list[FieldError] = []
+class _PodResourceClaim(msgspec.Struct, rename="camel", kw_only=True):
+    name: str = ""
+    resource_claim_name: str | None = None
+    resource_claim_template_name: str | None = None
+
+
+def _validate_resource_claims(raw: list[dict[str, Any]]) -> list[FieldError]:
+    claims, errs = f.decode("spec.resourceClaims", raw, list[_PodResourceClaim])
     seen: set[str] = set()
-    for i, claim in enumerate(claims):
+    for i, claim in enumerate(claims or []):
         at = f"spec.resourceClaims[{i}]"
-        name = claim.get("name")
-        if not isinstance(name, str) or not name:
-            errs.append(FieldError.required(f"{at}.name"))
-        elif name in seen:
-            errs.append(FieldError.duplicate(f"{at}.name", name))
-        else:
-            errs += f.dns_label(f"{at}.name", name)
-            seen.add(name)
-        sources = {k: claim.get(k) for k in ("resourceClaimName", "resourceClaimTemplateName")}
-        set_sources = {k: v for k, v in sources.items() if v is not None}
-        if not set_sources:
+        errs += f.required(f"{at}.name", claim.name, f.dns_label)
+        if claim.name and claim.name in seen:
+            errs.append(FieldError.duplicate(f"{at}.name", claim.name))
+        seen.add(claim.name)
+        sources = {
+            "resourceClaimName": claim.resource_claim_name,
+            "resourceClaimTemplateName": claim.resource_claim_template_name,
+        }
+        if all(v is None for v in sources.values()):
             detail = "must specify one of: `resourceClaimName`, `resourceClaimTemplateName`"
             errs.append(FieldError.invalid(at, "", detail))
-        elif len(set_sources) > 1:
+        elif all(v is not None for v in sources.values()):
             detail = "at most one of `resourceClaimName` or `resourceClaimTemplateName` may be specified"
             errs.append(FieldError.invalid(at, "", detail))
-        for k, v in set_sources.items():
-            errs += f.dns_subdomain(f"{at}.{k}", str(v))
+        for k, v in sources.items():
+            if v is not None:
+                errs += f.dns_subdomain(f"{at}.{k}", v)
     return errs
