@@ -370,6 +370,11 @@ SCHEDULING_CASES = [
         ],
     ),
     Case(
+        "pod resource claim name of the wrong type",
+        {"spec": {"resourceClaims": [{"name": 5, "resourceClaimName": "x"}]}},
+        ["spec.resourceClaims[0].name: Invalid value: must be of type str, got int"],
+    ),
+    Case(
         "metadata: name and namespace",
         {"metadata": {"name": "p", "namespace": "Team_A"}},
         [f'metadata.namespace: Invalid value: "Team_A": {DNS_LABEL}'],
