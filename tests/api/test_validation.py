@@ -73,12 +73,23 @@ META_CASES = [
     Case("annotations at 256 KiB", {"metadata": {"annotations": {"a": "x" * (256 * 1024 - 1)}}}),
     Case(
         "owner reference fields",
-        {"metadata": {"ownerReferences": [{"apiVersion": "apps/", "kind": "", "name": "", "uid": ""}]}},
+        {
+            "metadata": {
+                "ownerReferences": [
+                    {"apiVersion": "apps/", "kind": "", "name": "", "uid": ""},
+                    {"apiVersion": "a/b/v1", "kind": "K", "name": "n", "uid": "u"},
+                    {"apiVersion": "v1", "kind": "Event", "name": "e", "uid": "u"},
+                ]
+            }
+        },
         [
             'metadata.ownerReferences.apiVersion: Invalid value: "apps/": version must not be empty',
             'metadata.ownerReferences.kind: Invalid value: "": kind must not be empty',
             'metadata.ownerReferences.name: Invalid value: "": name must not be empty',
             'metadata.ownerReferences.uid: Invalid value: "": uid must not be empty',
+            'metadata.ownerReferences.apiVersion: Invalid value: "a/b/v1": version must not be empty',
+            'metadata.ownerReferences: Invalid value: {"apiVersion":"v1","kind":"Event","name":"e","uid":"u"}: '
+            "/v1, Kind=Event is disallowed from being an owner",
         ],
     ),
     Case(
@@ -94,7 +105,7 @@ META_CASES = [
         [
             'metadata.ownerReferences: Invalid value: [{"apiVersion":"v1","kind":"A","name":"a","uid":"1",'
             '"controller":true},{"apiVersion":"v1","kind":"B","name":"b","uid":"2","controller":true}]: '
-            'Only one reference can have Controller set to true. Found "true" in references for A/a, B/b'
+            'Only one reference can have Controller set to true. Found "true" in references for A/a and B/b'
         ],
     ),
     Case(

@@ -77,24 +77,37 @@ def _validate_owner_references(refs: list[m.OwnerReference]) -> list[FieldError]
     # kube-apiserver reports owner reference fields without the list index.
     path = "metadata.ownerReferences"
     errs: list[FieldError] = []
-    controllers: list[str] = []
+    first_controller = ""
     for ref in refs:
-        version = ref.api_version.rsplit("/", 1)[-1]
-        if not version:
-            errs.append(FieldError.invalid(f"{path}.apiVersion", ref.api_version, "version must not be empty"))
-        if not ref.kind:
-            errs.append(FieldError.invalid(f"{path}.kind", ref.kind, "kind must not be empty"))
-        if not ref.name:
-            errs.append(FieldError.invalid(f"{path}.name", ref.name, "name must not be empty"))
-        if not ref.uid:
-            errs.append(FieldError.invalid(f"{path}.uid", ref.uid, "uid must not be empty"))
+        errs += _validate_owner_reference(ref, path)
         if ref.controller:
-            controllers.append(f"{ref.kind}/{ref.name}")
-    if len(controllers) > 1:
-        detail = 'Only one reference can have Controller set to true. Found "true" in references for ' + ", ".join(
-            controllers
-        )
-        errs.append(FieldError.invalid(path, f.shown(refs), detail))
+            controller = f"{ref.kind}/{ref.name}"
+            if first_controller:
+                detail = (
+                    'Only one reference can have Controller set to true. Found "true" in references for '
+                    f"{first_controller} and {controller}"
+                )
+                errs.append(FieldError.invalid(path, f.shown(refs), detail))
+            else:
+                first_controller = controller
+    return errs
+
+
+def _validate_owner_reference(ref: m.OwnerReference, path: str) -> list[FieldError]:
+    # apiVersion is GROUP/VERSION or VERSION; anything with more slashes has no version.
+    parts = ref.api_version.split("/")
+    version = parts[-1] if len(parts) <= 2 else ""
+    errs = []
+    if not version:
+        errs.append(FieldError.invalid(f"{path}.apiVersion", ref.api_version, "version must not be empty"))
+    if not ref.kind:
+        errs.append(FieldError.invalid(f"{path}.kind", ref.kind, "kind must not be empty"))
+    if not ref.name:
+        errs.append(FieldError.invalid(f"{path}.name", ref.name, "name must not be empty"))
+    if not ref.uid:
+        errs.append(FieldError.invalid(f"{path}.uid", ref.uid, "uid must not be empty"))
+    if ref.api_version == "v1" and ref.kind == "Event":
+        errs.append(FieldError.invalid(path, f.shown(ref), "/v1, Kind=Event is disallowed from being an owner"))
     return errs
 
 
