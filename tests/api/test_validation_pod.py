@@ -244,7 +244,7 @@ PLACEMENT_CASES = [
                                         {"key": "a", "operator": "In"},
                                         {"key": "b", "operator": "Exists", "values": ["x"]},
                                         {"key": "c", "operator": "Gt", "values": ["1", "2"]},
-                                        {"key": "d", "operator": "Lt", "values": ["ten"]},
+                                        {"key": "d", "operator": "Lt", "values": ["-1.5"]},
                                         {"key": "e", "operator": "Near", "values": ["x"]},
                                     ]
                                 }
@@ -261,7 +261,8 @@ PLACEMENT_CASES = [
             "'DoesNotExist'",
             f"{REQ}[0].matchExpressions[2].values: Required value: must be specified single value when `operator` is "
             "'Lt' or 'Gt'",
-            f'{REQ}[0].matchExpressions[3].values[0]: Invalid value: "ten": must be an integer',
+            f'{REQ}[0].matchExpressions[3].values[0]: Invalid value: "-1.5": must be an integer',
+            f'{REQ}[0].matchExpressions[3].values[0]: Invalid value: "-1.5": {LABEL_VALUE}',
             f'{REQ}[0].matchExpressions[4].operator: Invalid value: "Near": not a valid selector operator',
         ],
     ),

@@ -70,8 +70,8 @@ def _validate_expression(req: m.NodeSelectorRequirement, path: str, required: bo
     else:
         errs.append(FieldError.invalid(f"{path}.operator", req.operator, "not a valid selector operator"))
     errs += f.qualified_name(f"{path}.key", req.key)
-    # Only required terms check values as label values; Gt/Lt values are integers instead.
-    if required and req.operator not in _GT_LT:
+    # Required terms check every value as a label value (preferred terms tolerate any value).
+    if required:
         for i, value in enumerate(req.values):
             errs += f.label_value(f"{values}[{i}]", value)
     return errs
