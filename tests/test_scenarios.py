@@ -1,0 +1,301 @@
+"""Scenario tests: each ``tests/scenarios/*.yaml`` is one cluster snapshot and what kube-scheduler v1.36 (plus
+phalanx's documented improvements) must decide for it. The files are meant to be read without Python.
+
+Scenario file format (one YAML document)::
+
+    name: <one line>                      required
+    why: <the rule or user report it pins> required
+    objects: [<Kubernetes objects>]        required, written to a snapshot file as a YAML List
+    config: {<KubeSchedulerConfiguration>} optional
+    schedulerName: <name>                  optional, like --scheduler-name
+    xfail: <why the engine is wrong>       optional; the test is then xfail(strict=True)
+    expect:                                required, at least one of:
+      pods:        {<name or ns/name>: {phase, node, reason, message}}   only the given fields are compared
+      podGroups:   {<name or ns/name>: {minCount, scheduledPods, condition}}   condition: null or a sub-dict
+      counts:      {<phase>: <n>}          the whole phase histogram (phases with 0 pods are left out)
+      exactlyOneOf: [[pods...], [pods...]] exactly one list has every pod Scheduled, the others have none
+
+Every scenario runs through ``schedule_snapshot`` + ``build_result``; every scenario also runs through the CLI
+(``phalanx schedule -o json``) and must give the same pods and PodGroups.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from phalanx.cli import cli
+from phalanx.scheduling.config import parse_config
+from phalanx.scheduling.snapshot import build_result, schedule_snapshot
+
+SCENARIO_DIR = Path(__file__).parent / "scenarios"
+
+_TOP_KEYS = {"name", "why", "objects", "config", "schedulerName", "xfail", "expect"}
+_REQUIRED = {"name", "why", "objects", "expect"}
+_EXPECT_KEYS = {"pods", "podGroups", "counts", "exactlyOneOf"}
+_POD_FIELDS = {"phase", "node", "reason", "message", "nominatedNode"}
+_GROUP_FIELDS = {"minCount", "scheduledPods", "condition"}
+_CONDITION_FIELDS = {"type", "status", "reason", "message"}
+_PHASES = {"Scheduled", "Running", "Unschedulable", "Waiting", "Succeeded", "Failed", "Evicted"}
+
+
+class ScenarioError(Exception):
+    """A scenario file is malformed: the test must fail, never pass vacuously."""
+
+
+@dataclass(frozen=True)
+class Scenario:
+    path: Path
+    name: str
+    why: str
+    objects: list[dict[str, Any]]
+    config: dict[str, Any] | None
+    scheduler_name: str | None
+    xfail: str | None
+    expect: dict[str, Any]
+
+
+def _fail(path: Path, msg: str) -> ScenarioError:
+    return ScenarioError(f"{path.name}: {msg}")
+
+
+def _check_fields(path: Path, where: str, given: Any, allowed: set[str]) -> None:
+    if not isinstance(given, dict):
+        raise _fail(path, f"{where}: must be a mapping, got {type(given).__name__}")
+    unknown = set(given) - allowed
+    if unknown:
+        raise _fail(path, f"{where}: unknown field(s) {sorted(unknown)}; allowed: {sorted(allowed)}")
+
+
+def load_scenario(path: Path) -> Scenario:
+    """Parse and check the shape of one scenario file. Raises ScenarioError on anything unexpected."""
+    try:
+        docs = list(yaml.safe_load_all(path.read_text(encoding="utf-8")))
+    except yaml.YAMLError as exc:
+        raise _fail(path, f"not valid YAML: {exc}") from exc
+    if len(docs) != 1:
+        raise _fail(path, f"must hold exactly one YAML document, found {len(docs)}")
+    raw = docs[0]
+    _check_fields(path, "top level", raw, _TOP_KEYS)
+    missing = _REQUIRED - set(raw)
+    if missing:
+        raise _fail(path, f"missing required field(s) {sorted(missing)}")
+    for key in ("name", "why"):
+        if not isinstance(raw[key], str) or not raw[key].strip():
+            raise _fail(path, f"{key}: must be a non-empty string")
+    objects = raw["objects"]
+    if not isinstance(objects, list) or not objects:
+        raise _fail(path, "objects: must be a non-empty list")
+    for i, obj in enumerate(objects):
+        if not isinstance(obj, dict) or not obj.get("kind") or not obj.get("apiVersion"):
+            raise _fail(path, f"objects[{i}]: needs apiVersion and kind")
+    config = raw.get("config")
+    if config is not None and not isinstance(config, dict):
+        raise _fail(path, "config: must be a KubeSchedulerConfiguration mapping")
+    xfail = raw.get("xfail")
+    if xfail is not None and (not isinstance(xfail, str) or not xfail.strip()):
+        raise _fail(path, "xfail: must be a non-empty reason")
+    expect = raw["expect"]
+    _check_fields(path, "expect", expect, _EXPECT_KEYS)
+    if not expect:
+        raise _fail(path, "expect: states nothing")
+    for pod, fields in (expect.get("pods") or {}).items():
+        _check_fields(path, f"expect.pods[{pod}]", fields, _POD_FIELDS)
+        if "phase" in fields and fields["phase"] not in _PHASES:
+            raise _fail(path, f"expect.pods[{pod}].phase: unknown phase {fields['phase']!r}")
+    for group, fields in (expect.get("podGroups") or {}).items():
+        _check_fields(path, f"expect.podGroups[{group}]", fields, _GROUP_FIELDS)
+        cond = fields.get("condition")
+        if cond is not None:
+            _check_fields(path, f"expect.podGroups[{group}].condition", cond, _CONDITION_FIELDS)
+    counts = expect.get("counts")
+    if counts is not None:
+        _check_fields(path, "expect.counts", counts, _PHASES)
+    one_of = expect.get("exactlyOneOf")
+    if one_of is not None and (
+        not isinstance(one_of, list) or len(one_of) < 2 or not all(isinstance(s, list) and s for s in one_of)
+    ):
+        raise _fail(path, "expect.exactlyOneOf: must be a list of at least two non-empty lists of pod names")
+    return Scenario(path, raw["name"], raw["why"], objects, config, raw.get("schedulerName"), xfail, expect)
+
+
+def _key(name: str) -> str:
+    return name if "/" in name else f"default/{name}"
+
+
+def check_result(scenario: Scenario, result: dict[str, Any]) -> None:
+    """Compare a ScheduleResult with the scenario's expectations; every mismatch is listed."""
+    pods = {f"{p['namespace']}/{p['name']}": p for p in result["pods"]}
+    groups = {f"{g['namespace']}/{g['name']}": g for g in result["podGroups"]}
+    expect = scenario.expect
+    problems: list[str] = []
+    for name, fields in (expect.get("pods") or {}).items():
+        actual = pods.get(_key(name))
+        if actual is None:
+            raise _fail(scenario.path, f"expect.pods names {name!r}, which is not a pod of the snapshot")
+        for field, want in fields.items():
+            if actual.get(field) != want:
+                problems.append(f"pod {name}: {field} is {actual.get(field)!r}, expected {want!r}")
+    for name, fields in (expect.get("podGroups") or {}).items():
+        actual = groups.get(_key(name))
+        if actual is None:
+            raise _fail(scenario.path, f"expect.podGroups names {name!r}, which is not a PodGroup of the snapshot")
+        for field, want in fields.items():
+            got = actual.get(field)
+            if field == "condition" and isinstance(want, dict) and isinstance(got, dict):
+                for cf, cwant in want.items():
+                    if got.get(cf) != cwant:
+                        problems.append(f"podGroup {name}: condition.{cf} is {got.get(cf)!r}, expected {cwant!r}")
+            elif got != want:
+                problems.append(f"podGroup {name}: {field} is {got!r}, expected {want!r}")
+    if "counts" in expect:
+        histogram = dict(Counter(p["phase"] for p in result["pods"]))
+        if histogram != expect["counts"]:
+            problems.append(f"phase counts are {histogram}, expected {expect['counts']}")
+    for sets in [expect["exactlyOneOf"]] if "exactlyOneOf" in expect else []:
+        full = []
+        for members in sets:
+            for m in members:
+                if _key(m) not in pods:
+                    raise _fail(scenario.path, f"expect.exactlyOneOf names {m!r}, which is not a pod of the snapshot")
+            scheduled = [m for m in members if pods[_key(m)]["phase"] == "Scheduled"]
+            if len(scheduled) == len(members):
+                full.append(members)
+            elif scheduled:
+                problems.append(f"partial placement: {scheduled} of {members} are Scheduled")
+        if len(full) != 1:
+            problems.append(f"exactly one of {sets} should be fully Scheduled, got {full}")
+    if problems:
+        pytest.fail(f"{scenario.path.name} ({scenario.name}):\n  " + "\n  ".join(problems), pytrace=False)
+
+
+def _write_snapshot(scenario: Scenario, tmp_path: Path) -> Path:
+    path = tmp_path / "snapshot.yaml"
+    path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": scenario.objects}), encoding="utf-8")
+    return path
+
+
+def run_engine(scenario: Scenario, tmp_path: Path) -> dict[str, Any]:
+    snapshot = _write_snapshot(scenario, tmp_path)
+    config = parse_config(scenario.config, scenario.path.name) if scenario.config is not None else None
+    sched, _, timings = schedule_snapshot([str(snapshot)], config, scenario.scheduler_name)
+    return build_result(sched, timings)
+
+
+def run_cli(scenario: Scenario, tmp_path: Path) -> dict[str, Any]:
+    snapshot = _write_snapshot(scenario, tmp_path)
+    args = ["schedule", "-f", str(snapshot), "-o", "json"]
+    if scenario.config is not None:
+        config = tmp_path / "config.yaml"
+        config.write_text(yaml.safe_dump(scenario.config), encoding="utf-8")
+        args += ["--config", str(config)]
+    if scenario.scheduler_name:
+        args += ["--scheduler-name", scenario.scheduler_name]
+    out = CliRunner().invoke(cli, args, catch_exceptions=False)
+    assert out.exit_code == 0, out.output
+    return json.loads(out.stdout)  # type: ignore[no-any-return]
+
+
+def _params() -> list[Any]:
+    files = sorted(SCENARIO_DIR.glob("*.yaml"))
+    assert len(files) >= 20, f"expected at least 20 scenarios in {SCENARIO_DIR}, found {len(files)}"
+    params = []
+    for path in files:
+        marks = []
+        try:
+            xfail = load_scenario(path).xfail
+        except ScenarioError:
+            xfail = None  # the test itself reports the malformed file
+        if xfail:
+            marks.append(pytest.mark.xfail(strict=True, reason=xfail))
+        params.append(pytest.param(path, id=path.stem, marks=marks))
+    return params
+
+
+PARAMS = _params()
+
+
+@pytest.mark.parametrize("path", PARAMS)
+def test_scenario(path: Path, tmp_path: Path) -> None:
+    scenario = load_scenario(path)
+    check_result(scenario, run_engine(scenario, tmp_path))
+
+
+@pytest.mark.parametrize("path", PARAMS)
+def test_scenario_through_cli(path: Path, tmp_path: Path) -> None:
+    """The CLI gives the same decisions as the engine called directly, and so meets the same expectations."""
+    scenario = load_scenario(path)
+    (tmp_path / "cli").mkdir()
+    via_cli = run_cli(scenario, tmp_path / "cli")
+    direct = run_engine(scenario, tmp_path)
+    assert via_cli["pods"] == direct["pods"]
+    assert via_cli["podGroups"] == direct["podGroups"]
+    check_result(scenario, via_cli)
+
+
+# --- the runner itself: malformed files must fail loudly -------------------------------------------------------
+
+_GOOD = {
+    "name": "one pod",
+    "why": "runner self-test",
+    "objects": [
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n"}, "status": {"allocatable": {"pods": "1"}}},
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": [{"name": "c"}]}},
+    ],
+    "expect": {"pods": {"p": {"phase": "Scheduled", "node": "n"}}},
+}
+
+
+def _variant(**changes: Any) -> dict[str, Any]:
+    doc = json.loads(json.dumps(_GOOD))
+    for key, value in changes.items():
+        if value is None:
+            doc.pop(key, None)
+        else:
+            doc[key] = value
+    return doc
+
+
+@pytest.mark.parametrize(
+    ("doc", "error"),
+    [
+        pytest.param(_variant(why=None), "missing required field(s) ['why']", id="missing-why"),
+        pytest.param(_variant(expected={}), "unknown field(s) ['expected']", id="typo-top-level"),
+        pytest.param(_variant(expect={}), "expect: states nothing", id="empty-expect"),
+        pytest.param(_variant(expect={"pods": {"p": {"phse": "Scheduled"}}}), "unknown field(s) ['phse']", id="typo"),
+        pytest.param(_variant(expect={"pods": {"p": {"phase": "Bound"}}}), "unknown phase 'Bound'", id="bad-phase"),
+        pytest.param(_variant(objects=[{"kind": "Pod"}]), "needs apiVersion and kind", id="object-no-api"),
+        pytest.param(_variant(expect={"exactlyOneOf": [["p"]]}), "at least two", id="one-of-single"),
+        pytest.param("- a\n---\n- b\n", "exactly one YAML document", id="two-documents"),
+        pytest.param("name: [unclosed\n", "not valid YAML", id="bad-yaml"),
+    ],
+)
+def test_malformed_scenario_fails_loudly(tmp_path: Path, doc: Any, error: str) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text(doc if isinstance(doc, str) else yaml.safe_dump(doc), encoding="utf-8")
+    with pytest.raises(ScenarioError) as exc:
+        load_scenario(path)
+    assert error in str(exc.value)
+
+
+def test_expectation_on_unknown_pod_fails_loudly(tmp_path: Path) -> None:
+    path = tmp_path / "ghost.yaml"
+    path.write_text(yaml.safe_dump(_variant(expect={"pods": {"ghost": {"phase": "Scheduled"}}})), encoding="utf-8")
+    scenario = load_scenario(path)
+    with pytest.raises(ScenarioError, match="not a pod of the snapshot"):
+        check_result(scenario, run_engine(scenario, tmp_path))
+
+
+def test_wrong_expectation_fails(tmp_path: Path) -> None:
+    path = tmp_path / "wrong.yaml"
+    path.write_text(yaml.safe_dump(_variant(expect={"pods": {"p": {"node": "elsewhere"}}})), encoding="utf-8")
+    scenario = load_scenario(path)
+    with pytest.raises(pytest.fail.Exception, match="node is 'n', expected 'elsewhere'"):
+        check_result(scenario, run_engine(scenario, tmp_path))
