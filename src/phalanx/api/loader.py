@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -57,6 +58,7 @@ class Inventory:
     pod_groups: list[m.PodGroup] = field(default_factory=list)
     sources: dict[int, Source] = field(default_factory=dict)
     texts: dict[str, str] = field(default_factory=dict)  # stdin's text, kept to locate lines
+    trees: dict[str, list[yaml.Node]] = field(default_factory=dict)  # parsed once per file, only to locate lines
 
     def source_of(self, obj: object) -> Source:
         return self.sources.get(id(obj), Source("<generated>"))
@@ -170,7 +172,7 @@ def decode(raws: list[RawObject], texts: dict[str, str] | None = None) -> Invent
         try:
             obj = msgspec.convert(raw.data, model)
         except msgspec.ValidationError as exc:
-            problems.append(_type_problem(raw, exc, inv.texts))
+            problems.append(_type_problem(raw, exc, inv.texts, inv.trees))
             continue
         meta: m.ObjectMeta = obj.metadata  # type: ignore[attr-defined]
         kind: str = obj.kind  # type: ignore[attr-defined]
@@ -189,7 +191,9 @@ def decode(raws: list[RawObject], texts: dict[str, str] | None = None) -> Invent
     return inv
 
 
-def _type_problem(raw: RawObject, exc: msgspec.ValidationError, texts: dict[str, str]) -> Problem:
+def _type_problem(
+    raw: RawObject, exc: msgspec.ValidationError, texts: dict[str, str], trees: dict[str, list[yaml.Node]]
+) -> Problem:
     text = str(exc)
     message, _, where = text.partition(" - at `$")
     path = where.rstrip("`").lstrip(".")
@@ -198,69 +202,97 @@ def _type_problem(raw: RawObject, exc: msgspec.ValidationError, texts: dict[str,
     detail = message.replace("Expected `", "must be of type ").replace("`, got `", ", got ").rstrip("`")
     err = FieldError(path, f"Invalid value: {detail}")
     return _problem(
-        raw.source, str(raw.data.get("kind")), str(meta.get("namespace", "")), str(meta.get("name", "")), err, texts
+        raw.source,
+        str(raw.data.get("kind")),
+        str(meta.get("namespace", "")),
+        str(meta.get("name", "")),
+        err,
+        texts,
+        trees,
     )
 
 
 def problem_at(inv: Inventory, obj: msgspec.Struct, err: FieldError) -> Problem:
     """A problem with ``obj`` (an object of ``inv``), located at the line of the field ``err`` names."""
     meta: m.ObjectMeta = obj.metadata  # type: ignore[attr-defined]
-    return _problem(inv.source_of(obj), obj.kind, meta.namespace, meta.name, err, inv.texts)  # type: ignore[attr-defined]
+    kind: str = obj.kind  # type: ignore[attr-defined]
+    return _problem(inv.source_of(obj), kind, meta.namespace, meta.name, err, inv.texts, inv.trees)
 
 
-def _problem(source: Source, kind: str, ns: str, name: str, err: FieldError, texts: dict[str, str]) -> Problem:
-    line = locate(source, err.path, texts)
+def _problem(
+    source: Source,
+    kind: str,
+    ns: str,
+    name: str,
+    err: FieldError,
+    texts: dict[str, str],
+    trees: dict[str, list[yaml.Node]] | None = None,
+) -> Problem:
+    line = locate(source, err.path, texts, trees)
     return Problem(Source(source.path, source.doc, source.item, line), kind, ns, name, err)
 
 
-def locate(source: Source, path: str, texts: dict[str, str] | None = None) -> int:
-    """The 1-based line of ``path`` (``spec.containers[0].name``) in the object at ``source``, or of its
-    closest existing parent. 0 when the file cannot be read again."""
-    try:
-        text = (texts or {}).get(source.path) if source.path == "-" else Path(source.path).read_text("utf-8")
-        if text is None:
-            return 0
-        nodes = list(yaml.compose_all(text, Loader=_Loader))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
-        return 0
-    docs = [n for n in nodes if n is not None]
+def locate(
+    source: Source, path: str, texts: dict[str, str] | None = None, trees: dict[str, list[yaml.Node]] | None = None
+) -> int:
+    """The 1-based line of ``path`` (``spec.containers[0].resources.requests[nvidia.com/gpu]``) in the object at
+    ``source``, or of its closest existing parent; 0 when the file cannot be read again. ``trees`` caches each
+    file's node tree, so reporting many problems parses each file once."""
+    docs = _trees(source.path, texts or {}, trees if trees is not None else {})
     if source.doc >= len(docs):
         return 0
     node: yaml.Node = docs[source.doc]
-    steps: list[str | int] = []
-    if source.item is not None:
-        steps += ["items", source.item]
+    steps: list[str | int] = ["items", source.item] if source.item is not None else []
     steps += _split_path(path)
-    for step in steps:
-        child = _child(node, step)
+    i = 0
+    while i < len(steps):
+        child, used = _child(node, steps, i)
         if child is None:
             break
-        node = child
+        node, i = child, i + used
     return int(node.start_mark.line) + 1
 
 
+def _trees(path: str, texts: dict[str, str], trees: dict[str, list[yaml.Node]]) -> list[yaml.Node]:
+    if path not in trees:
+        try:
+            text = texts.get(path) if path == "-" else Path(path).read_text("utf-8")
+            nodes = list(yaml.compose_all(text, Loader=_Loader)) if text is not None else []
+        except (OSError, UnicodeDecodeError, yaml.YAMLError):
+            nodes = []
+        trees[path] = [n for n in nodes if n is not None]
+    return trees[path]
+
+
+_PATH_TOKEN = re.compile(r"\[([^\]]*)\]|([^.\[\]]+)")
+
+
 def _split_path(path: str) -> list[str | int]:
+    """Field names split on dots; bracketed keys and indexes kept whole (``requests[nvidia.com/gpu]``)."""
     steps: list[str | int] = []
-    for part in path.replace("]", "").split("."):
-        if not part:
-            continue
-        name, *indexes = part.split("[")
+    for bracket, name in _PATH_TOKEN.findall(path):
         if name:
             steps.append(name)
-        steps.extend(int(i) if i.isdigit() else i for i in indexes)
+        else:
+            steps.append(int(bracket) if bracket.isdigit() else bracket)
     return steps
 
 
-def _child(node: yaml.Node, step: str | int) -> yaml.Node | None:
-    if isinstance(node, yaml.MappingNode) and isinstance(step, str):
-        for key, value in node.value:
-            if getattr(key, "value", None) == step:
-                return value  # type: ignore[no-any-return]
+def _child(node: yaml.Node, steps: list[str | int], i: int) -> tuple[yaml.Node | None, int]:
+    """The child ``steps[i]`` names, and how many steps it used: a key with dots written as a dotted path
+    (``capacity.nvidia.com/gpu``) joins the following names until a key matches."""
+    step = steps[i]
     if isinstance(node, yaml.SequenceNode) and isinstance(step, int) and step < len(node.value):
-        return node.value[step]  # type: ignore[no-any-return]
-    if isinstance(node, yaml.MappingNode) and isinstance(step, int | str):
-        # map-keyed paths such as resources.requests[cpu]
-        for key, value in node.value:
-            if str(getattr(key, "value", None)) == str(step):
-                return value  # type: ignore[no-any-return]
-    return None
+        return node.value[step], 1
+    if not isinstance(node, yaml.MappingNode):
+        return None, 0
+    keys = {str(getattr(k, "value", None)): v for k, v in node.value}
+    name = str(step)
+    for j in range(i, len(steps)):
+        if j > i:
+            if not isinstance(steps[j], str):
+                break
+            name += "." + str(steps[j])
+        if name in keys:
+            return keys[name], j - i + 1
+    return None, 0

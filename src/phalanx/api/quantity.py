@@ -52,7 +52,7 @@ def parse_quantity(text: str | int | float) -> Fraction:
             raise QuantityError(_EXPECTED)
         # A YAML float such as 0.5 is how a user writes "0.5"; its decimal repr is the intended value.
         return _parse_str(repr(text))
-    return _parse_str(text.strip())
+    return _parse_str(text)
 
 
 def _parse_str(text: str) -> Fraction:

@@ -53,24 +53,26 @@ def schedule_pod_group(s: Scheduler, first: PodInfo, group: GroupInfo) -> None:
         s.set_condition(group, "False", o.REASON_SCHEDULER_ERROR, message)
         return
     profile = s.profile_for(members[0])
+    # Without the GangScheduling plugin nothing enforces minCount: Permit admits every placed pod (basic rules).
+    quorum = group.min_count if s.gang_enabled.get(profile.scheduler_name, True) else None
     bound = s.bound_members(group)
-    placed, failures = _place(s, profile, members, group, bound)
-    if not _reached(group, bound, len(placed)) and _heterogeneous(members):
+    placed, failures = _place(s, profile, members)
+    if not _reached(quorum, bound, len(placed)) and _heterogeneous(members):
         for pi, _ in placed:
             s.state.forget(pi)
-        retry_placed, retry_failures = _place(s, profile, sorted(members, key=_largest_first), group, bound)
-        if _reached(group, bound, len(retry_placed)):
+        retry_placed, retry_failures = _place(s, profile, sorted(members, key=_largest_first))
+        if _reached(quorum, bound, len(retry_placed)):
             placed, failures = retry_placed, retry_failures
         else:
             for pi, _ in retry_placed:
                 s.state.forget(pi)
-            placed, failures = _place(s, profile, members, group, bound)
-    _submit(s, group, bound, placed, failures)
+            placed, failures = _place(s, profile, members)
+    _submit(s, group, quorum, bound, placed, failures)
     s.stats.cycle_seconds.append(time.perf_counter() - start)
 
 
 def _place(
-    s: Scheduler, profile: Profile, members: Sequence[PodInfo], group: GroupInfo, bound: int
+    s: Scheduler, profile: Profile, members: Sequence[PodInfo]
 ) -> tuple[list[tuple[PodInfo, int]], list[tuple[PodInfo, Placement]]]:
     placed: list[tuple[PodInfo, int]] = []
     failures: list[tuple[PodInfo, Placement]] = []
@@ -84,21 +86,22 @@ def _place(
     return placed, failures
 
 
-def _reached(group: GroupInfo, bound: int, placed: int) -> bool:
-    if group.min_count is None:
+def _reached(quorum: int | None, bound: int, placed: int) -> bool:
+    if quorum is None:
         return placed > 0
-    return placed > 0 and bound + placed >= group.min_count
+    return placed > 0 and bound + placed >= quorum
 
 
 def _submit(
     s: Scheduler,
     group: GroupInfo,
+    quorum: int | None,
     bound: int,
     placed: list[tuple[PodInfo, int]],
     failures: list[tuple[PodInfo, Placement]],
 ) -> None:
     """Apply the cycle's result: bind or roll back, then report every member and the group condition."""
-    if _reached(group, bound, len(placed)):
+    if _reached(quorum, bound, len(placed)):
         for pi, _ in placed:
             s.bind(pi)
         for pi, placement in failures:
@@ -110,7 +113,7 @@ def _submit(
         s.fail(pi, o.REASON_UNSCHEDULABLE, o.MSG_WAIT_GANG_SCHEDULED, rejected_by=("GangScheduling",))
     for pi, placement in failures:
         s.mark_unschedulable(pi, placement)
-    need = "at least 1" if group.min_count is None else f"minCount {group.min_count}"
+    need = "at least 1" if quorum is None else f"minCount {quorum}"
     detail = f"{len(placed)} of {len(placed) + len(failures)} pending pods fit, {bound} already scheduled, need {need}"
     s.set_condition(group, "False", o.REASON_UNSCHEDULABLE, f"{o.MSG_GROUP_UNSCHEDULABLE}: {detail}")
 

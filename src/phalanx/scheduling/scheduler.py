@@ -183,7 +183,9 @@ class Scheduler:
         while (pi := self.queue.pop()) is not None:
             gk = pi.group_key
             group = self.groups.get(gk) if gk else None
-            if group is not None and self.gang_enabled.get(pi.pod.spec.scheduler_name, True):
+            if group is not None:
+                # The PodGroup cycle runs whenever the pod names an existing group (GenericWorkload);
+                # GangScheduling only adds the minCount gate and quorum.
                 schedule_pod_group(self, pi, group)
             else:
                 schedule_pod(self, pi)
