@@ -333,11 +333,11 @@ def test_validate_renders_file_line_object_and_path(tmp_path: Path) -> None:
     path = tmp_path / "snapshot.yaml"
     path.write_text(SNAPSHOT)
     problems = validate(load([str(path)]))
-    # A map-valued field (requests) is located at its first entry, the line that holds the offending value.
+    # A field is located at its key's line, also when its value is a map (requests).
     assert [p.render() for p in problems] == [
         f'{path}:8: Node node-1: spec.taints[0].effect: Unsupported value: "NoRun": supported values: '
         '"NoSchedule", "PreferNoSchedule", "NoExecute"',
-        f'{path}:22: Pod ml/trainer: spec.containers[0].resources.requests: Invalid value: "4": '
+        f'{path}:21: Pod ml/trainer: spec.containers[0].resources.requests: Invalid value: "4": '
         "must be less than or equal to cpu limit of 2",
         f"{path}:34: PodGroup ml/train: spec.schedulingPolicy.gang.minCount: Invalid value: -1: "
         "must be greater than or equal to 1",

@@ -244,13 +244,16 @@ def locate(
     node: yaml.Node = docs[source.doc]
     steps: list[str | int] = ["items", source.item] if source.item is not None else []
     steps += _split_path(path)
+    line = int(node.start_mark.line)
     i = 0
     while i < len(steps):
-        child, used = _child(node, steps, i)
+        child, key, used = _child(node, steps, i)
         if child is None:
             break
+        # The line of a field is its key's line (a list item's own line); a missing field gets its parent's.
+        line = int((key or child).start_mark.line)
         node, i = child, i + used
-    return int(node.start_mark.line) + 1
+    return line + 1
 
 
 def _trees(path: str, texts: dict[str, str], trees: dict[str, list[yaml.Node]]) -> list[yaml.Node]:
@@ -278,15 +281,15 @@ def _split_path(path: str) -> list[str | int]:
     return steps
 
 
-def _child(node: yaml.Node, steps: list[str | int], i: int) -> tuple[yaml.Node | None, int]:
+def _child(node: yaml.Node, steps: list[str | int], i: int) -> tuple[yaml.Node | None, yaml.Node | None, int]:
     """The child ``steps[i]`` names, and how many steps it used: a key with dots written as a dotted path
     (``capacity.nvidia.com/gpu``) joins the following names until a key matches."""
     step = steps[i]
     if isinstance(node, yaml.SequenceNode) and isinstance(step, int) and step < len(node.value):
-        return node.value[step], 1
+        return node.value[step], None, 1
     if not isinstance(node, yaml.MappingNode):
-        return None, 0
-    keys = {str(getattr(k, "value", None)): v for k, v in node.value}
+        return None, None, 0
+    keys = {str(getattr(k, "value", None)): (k, v) for k, v in node.value}
     name = str(step)
     for j in range(i, len(steps)):
         if j > i:
@@ -294,5 +297,6 @@ def _child(node: yaml.Node, steps: list[str | int], i: int) -> tuple[yaml.Node |
                 break
             name += "." + str(steps[j])
         if name in keys:
-            return keys[name], j - i + 1
-    return None, 0
+            key, value = keys[name]
+            return value, key, j - i + 1
+    return None, None, 0
