@@ -307,3 +307,10 @@ def test_wrong_expectation_fails(tmp_path: Path) -> None:
     scenario = load_scenario(path)
     with pytest.raises(pytest.fail.Exception, match="node is 'n', expected 'elsewhere'"):
         check_result(scenario, run_engine(scenario, tmp_path))
+
+
+def test_readme_indexes_every_scenario() -> None:
+    """tests/scenarios/README.md lists each scenario file once, so a reader can browse them without Python."""
+    readme = (SCENARIO_DIR / "README.md").read_text(encoding="utf-8")
+    listed = sorted(line.split("](", 1)[1].split(")", 1)[0] for line in readme.splitlines() if line.startswith("| ["))
+    assert listed == sorted(p.name for p in SCENARIO_DIR.glob("*.yaml"))
