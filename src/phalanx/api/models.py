@@ -217,6 +217,9 @@ class PodSpec(_Model):
     containers: list[Container] = []
     init_containers: list[Container] = []
     overhead: ResourceList = {}
+    # Pod-level resources (PodLevelResources, beta and on by default since v1.34).
+    resources: ResourceRequirements | None = None
+    runtime_class_name: str | None = None
     host_network: bool = False
     scheduling_group: PodSchedulingGroup | None = None
     scheduling_gates: list[PodSchedulingGate] = []

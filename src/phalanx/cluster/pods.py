@@ -51,7 +51,8 @@ class PodInfo:
                 p.host_ip or "0.0.0.0",
                 p.host_port or (p.container_port if pod.spec.host_network else 0),
             )
-            for c in (*pod.spec.init_containers, *pod.spec.containers)
+            # Regular init containers have exited before the pod runs; only sidecars keep their ports.
+            for c in (*(i for i in pod.spec.init_containers if i.restart_policy == "Always"), *pod.spec.containers)
             for p in c.ports
             if p.host_port or pod.spec.host_network
         )

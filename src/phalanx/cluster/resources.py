@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from phalanx.api.models import Container, Pod, Quantity
+from phalanx.api.models import Container, Pod, Quantity, ResourceRequirements
 from phalanx.api.quantity import milli_value, parse_quantity, value
 
 __all__ = [
@@ -24,6 +24,7 @@ __all__ = [
     "PodRequests",
     "ResourceIndex",
     "amount",
+    "defaulted_requests",
     "pod_requests",
 ]
 
@@ -81,12 +82,20 @@ class PodRequests:
     nonzero_memory: int
 
 
+def defaulted_requests(requirements: ResourceRequirements) -> Mapping[str, Quantity]:
+    """Requests after API defaulting (``SetDefaults_Pod``): a resource with a limit but no request requests its
+    limit. GPU pods are often written with limits only."""
+    if not requirements.limits:
+        return requirements.requests
+    return {**requirements.limits, **requirements.requests}
+
+
 def _container_requests(c: Container) -> dict[str, int]:
-    return {name: amount(name, q) for name, q in c.resources.requests.items() if name != "pods"}
+    return {name: amount(name, q) for name, q in defaulted_requests(c.resources).items() if name != "pods"}
 
 
 def _nonzero(c: Container) -> tuple[int, int]:
-    req = c.resources.requests
+    req = defaulted_requests(c.resources)
     cpu = amount("cpu", req["cpu"]) if "cpu" in req else DEFAULT_MILLI_CPU_REQUEST
     mem = amount("memory", req["memory"]) if "memory" in req else DEFAULT_MEMORY_REQUEST
     return cpu, mem
@@ -103,6 +112,9 @@ def _max(into: dict[str, int], other: Mapping[str, int]) -> None:
             into[k] = v
 
 
+_POD_LEVEL = ("cpu", "memory")
+
+
 def pod_requests(pod: Pod) -> PodRequests:
     """The pod's effective request, as ``resourcehelper.PodRequests`` computes it.
 
@@ -111,7 +123,9 @@ def pod_requests(pod: Pod) -> PodRequests:
       2. Walk the init containers in order. A sidecar (``restartPolicy: Always``) keeps running, so it adds to the
          running total and to every later init container's peak; a regular init container's peak is its own
          request plus the sidecars started before it.
-      3. The effective request is the larger of the running total and the highest init peak, plus the overhead.
+      3. The effective request is the larger of the running total and the highest init peak; pod-level
+       ``spec.resources`` requests replace it for cpu and memory; then the overhead is added.
+    Requests are taken after API defaulting: a limit without a request is the request.
     The same walk, with 100m/200Mi standing in for missing CPU/memory requests, gives the non-zero requests.
     """
     spec = pod.spec
@@ -143,6 +157,12 @@ def pod_requests(pod: Pod) -> PodRequests:
         peak_cpu, peak_mem = max(peak_cpu, cpu), max(peak_mem, mem)
     _max(total, init_peak)
     nz_cpu, nz_mem = max(nz_cpu, peak_cpu), max(nz_mem, peak_mem)
+    if spec.resources is not None:
+        # Pod-level requests replace the containers' aggregate for the resources they name (cpu and memory).
+        pod_level = {n: amount(n, q) for n, q in defaulted_requests(spec.resources).items() if n in _POD_LEVEL}
+        total.update(pod_level)
+        nz_cpu = pod_level.get("cpu", nz_cpu)
+        nz_mem = pod_level.get("memory", nz_mem)
     overhead = {name: amount(name, q) for name, q in spec.overhead.items()}
     _add(total, overhead)
     nz_cpu += overhead.get("cpu", 0)
