@@ -45,12 +45,14 @@ def schedule_pod_group(s: Scheduler, first: PodInfo, group: GroupInfo) -> None:
     members = [first, *s.queue.take(sorted(s.members_of(group) - {first.key}))]
     members = [pi for pi in members if pi.pod.metadata.deletion_timestamp is None]
     members.sort(key=PodInfo.sort_key)
-    names = sorted({pi.pod.spec.scheduler_name for pi in members})
-    if len(names) > 1:
-        message = o.MSG_MIXED_SCHEDULER.format(names[0], names[1])
+    first_name = members[0].pod.spec.scheduler_name
+    other = next((pi.pod.spec.scheduler_name for pi in members if pi.pod.spec.scheduler_name != first_name), None)
+    if other is not None:
+        # frameworkForPodGroup: the first mismatching name, then the first member's; the pods fail before any
+        # cycle runs, so the PodGroup condition is left as it is.
+        message = o.MSG_MIXED_SCHEDULER.format(other, first_name)
         for pi in members:
             s.fail(pi, o.REASON_SCHEDULER_ERROR, message, rejected_by=())
-        s.set_condition(group, "False", o.REASON_SCHEDULER_ERROR, message)
         return
     profile = s.profile_for(members[0])
     # Without the GangScheduling plugin nothing enforces minCount: Permit admits every placed pod (basic rules).

@@ -53,6 +53,7 @@ class Scheduler:
         self.pods: dict[str, PodInfo] = {}
         self.groups: dict[str, GroupInfo] = {}
         self.members: dict[str, set[str]] = {}  # group key -> non-terminal member pod keys
+        self.bound_elsewhere: set[str] = set()  # pods bound to nodes missing from the snapshot
         self.queue = SchedulingQueue(self._pre_enqueue)
         self.outcomes: dict[str, o.PodOutcome] = {}
         self.conditions: dict[str, o.GroupCondition] = {}
@@ -111,6 +112,10 @@ class Scheduler:
             node = self.state.node_index(pod.spec.node_name)
             if node is not None:
                 self.state.add_bound(pi, node)
+            else:
+                # Bound to a node the snapshot lacks: it uses nothing we can see, but it is scheduled (the
+                # scheduler cache keeps such pods), so it still counts toward its gang's minCount.
+                self.bound_elsewhere.add(pi.key)
             self.outcomes[pi.key] = o.PodOutcome(o.PHASE_RUNNING, pod.spec.node_name)
             return
         if pod.metadata.deletion_timestamp is not None:
@@ -139,6 +144,7 @@ class Scheduler:
             return
         self.queue.remove(key)
         self.outcomes.pop(key, None)
+        self.bound_elsewhere.discard(key)
         if pi.group_key:
             self.members.get(pi.group_key, set()).discard(key)
         if key in self.state.placement:
@@ -223,7 +229,12 @@ class Scheduler:
 
     def bound_members(self, group: GroupInfo) -> int:
         """Members already bound (in the input or by an earlier cycle): they count toward minCount."""
-        return sum(1 for k in self.members_of(group) if k in self.state.placement and k not in self.state.assumed)
+        return sum(1 for k in self.members_of(group) if self.is_bound(k))
+
+    def is_bound(self, key: str) -> bool:
+        """Bound to a node (in the input or by this engine), as opposed to pending or only assumed."""
+        placed = key in self.state.placement and key not in self.state.assumed
+        return placed or key in self.bound_elsewhere
 
     def set_condition(self, group: GroupInfo, status: str, reason: str, message: str) -> None:
         """Write PodGroupScheduled; a True condition is never regressed."""

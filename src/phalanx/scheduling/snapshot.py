@@ -86,7 +86,7 @@ def build_result(sched: Scheduler, timings: Timings) -> dict[str, Any]:
     groups = []
     for key in sorted(sched.groups):
         group = sched.groups[key]
-        scheduled = sum(1 for k in sched.members_of(group) if k in sched.state.placement)
+        scheduled = sum(1 for k in sched.members_of(group) if sched.is_bound(k))
         cond = sched.conditions.get(key)
         groups.append(
             {
