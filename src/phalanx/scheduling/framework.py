@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, ClassVar, Generic, Protocol, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -24,6 +24,7 @@ __all__ = [
     "CycleState",
     "FilterPlugin",
     "IntArray",
+    "PreFilterPlugin",
     "ScorePlugin",
     "StateKey",
     "Status",
@@ -101,6 +102,17 @@ class CycleState:
             return self._data[key.name]  # type: ignore[no-any-return]
         except KeyError:
             raise KeyError(f"{key.name} not found in cycle state: its PreFilter did not run") from None
+
+
+@runtime_checkable
+class PreFilterPlugin(Protocol):
+    """PreFilter: narrows the candidate nodes before any filter runs (``PreFilterResult.NodeNames``). Returns a mask
+    of the allowed nodes (None: all) and a status; a rejected status means no node can fit
+    (``0/N nodes are available: <message>.``). Only static plugins have a PreFilter here, cached per signature."""
+
+    name: ClassVar[str]
+
+    def pre_filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> tuple[BoolArray | None, Status]: ...
 
 
 class FilterPlugin(Protocol):

@@ -22,7 +22,15 @@ import numpy as np
 from phalanx.cluster.nodes import NodeTable
 from phalanx.cluster.pods import PodInfo
 from phalanx.scheduling.diagnosis import Diagnosis
-from phalanx.scheduling.framework import BoolArray, CycleState, FilterPlugin, IntArray, ScorePlugin
+from phalanx.scheduling.framework import (
+    BoolArray,
+    CycleState,
+    FilterPlugin,
+    IntArray,
+    PreFilterPlugin,
+    ScorePlugin,
+    Status,
+)
 
 __all__ = ["Placement", "Profile"]
 
@@ -69,12 +77,35 @@ class Profile:
     # --- filters ---------------------------------------------------------------------------------------------
 
     def feasible(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> BoolArray:
-        """The AND of every filter's mask."""
+        """The nodes PreFilter allows, AND every filter's mask."""
         self._sync(nodes)
-        mask = np.ones(len(nodes), dtype=bool)
+        allowed, status, _ = self._pre_filter(state, pod, nodes)
+        if not status.ok:
+            return np.zeros(len(nodes), dtype=bool)
+        mask = np.ones(len(nodes), dtype=bool) if allowed is None else allowed.copy()
         for plugin in self.filters:
             mask &= self._filter(plugin, state, pod, nodes)
         return mask
+
+    def _pre_filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> tuple[BoolArray | None, Status, str]:
+        """The intersection of the PreFilter node sets, the first rejection, and the plugins that narrowed."""
+        key = ("PreFilter", pod.signature)
+        if key not in self._static:
+            allowed: BoolArray | None = None
+            narrowing: list[str] = []
+            verdict = Status()
+            for plugin in self.filters:
+                if not isinstance(plugin, PreFilterPlugin):
+                    continue
+                mask, status = plugin.pre_filter(state, pod, nodes)
+                if not status.ok:
+                    verdict = status
+                    break
+                if mask is not None:
+                    allowed = mask if allowed is None else allowed & mask
+                    narrowing.append(plugin.name)
+            self._static[key] = (allowed, verdict, " ".join(sorted(narrowing)))
+        return self._static[key]  # type: ignore[no-any-return]
 
     def _filter(self, plugin: FilterPlugin, state: CycleState, pod: PodInfo, nodes: NodeTable) -> BoolArray:
         if plugin.static:
@@ -159,9 +190,21 @@ class Profile:
         return int(best[np.argmin(self._node_hash[best] ^ salt)])
 
     def diagnose(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> Diagnosis:
-        """Each node is rejected by the first filter that fails it, as the framework's filter loop does."""
+        """Each node is rejected by the first filter that fails it, as the framework's filter loop does; nodes a
+        PreFilter left out count as not satisfying that plugin."""
         diag = Diagnosis(len(nodes))
-        remaining = np.ones(len(nodes), dtype=bool)
+        allowed, status, narrowing = self._pre_filter(state, pod, nodes)
+        if not status.ok:
+            diag.pre_filter_message = status.message
+            diag.rejected_by[status.plugin] += len(nodes)
+            diag.unresolvable_nodes = len(nodes)
+            return diag
+        remaining = np.ones(len(nodes), dtype=bool) if allowed is None else allowed.copy()
+        if allowed is not None and (excluded := int((~allowed).sum())):
+            diag.reasons[f"node(s) didn't satisfy plugin(s) [{narrowing}]"] += excluded
+            for name in narrowing.split():
+                diag.rejected_by[name] += excluded
+            diag.unresolvable_nodes += excluded
         for plugin in self.filters:
             mask = self._filter(plugin, state, pod, nodes)
             rejected = np.flatnonzero(remaining & ~mask)

@@ -19,15 +19,20 @@ from phalanx.cluster.nodes import NodeTable
 from phalanx.cluster.pods import PodInfo
 from phalanx.scheduling.framework import (
     BoolArray,
+    Code,
     CycleState,
     FilterPlugin,
     IntArray,
+    PreFilterPlugin,
     ScorePlugin,
+    Status,
     default_normalize,
 )
 
 NAME = "NodeAffinity"
 REASON = "node(s) didn't match Pod's node affinity/selector"
+REASON_ENFORCED = "node(s) didn't match scheduler-enforced node affinity"
+REASON_CONFLICT = "pod affinity terms conflict"
 
 
 def requirement_mask(req: NodeSelectorRequirement, nodes: NodeTable) -> BoolArray:
@@ -104,18 +109,50 @@ class NodeAffinity:
         out = [spec.affinity.node_affinity] if spec.affinity and spec.affinity.node_affinity else []
         return out + ([self.added] if self.added else [])
 
+    def pre_filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> tuple[BoolArray | None, Status]:
+        """Required terms that pin node names (``matchFields metadata.name In``) narrow the nodes up front, as
+        for DaemonSet pods; every term must pin names, since terms are ORed."""
+        spec = pod.pod.spec
+        required = spec.affinity.node_affinity if spec.affinity and spec.affinity.node_affinity else None
+        terms = required.required_during_scheduling_ignored_during_execution if required else None
+        if terms is None or not terms.node_selector_terms:
+            return None, Status()
+        names: set[str] = set()
+        for term in terms.node_selector_terms:
+            pinned: set[str] | None = None
+            for req in term.match_fields:
+                if req.key == "metadata.name" and req.operator == "In":
+                    pinned = set(req.values) if pinned is None else pinned & set(req.values)
+            if pinned is None:
+                return None, Status()
+            names |= pinned
+        if not names:
+            return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (REASON_CONFLICT,), NAME)
+        mask = np.zeros(len(nodes), dtype=bool)
+        mask[[nodes.index[n] for n in names if n in nodes.index]] = True
+        return mask, Status()
+
+    def _added_mask(self, nodes: NodeTable) -> BoolArray:
+        required = self.added.required_during_scheduling_ignored_during_execution if self.added else None
+        if required is None:
+            return np.ones(len(nodes), dtype=bool)
+        return terms_mask(required.node_selector_terms, nodes)
+
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: IntArray | None = None) -> BoolArray:
-        mask = np.ones(len(nodes), dtype=bool)
+        mask = self._added_mask(nodes)
         for key, value in pod.pod.spec.node_selector.items():
             mask &= nodes.label(key).mask_in([value])
-        for aff in self._affinities(pod):
-            required = aff.required_during_scheduling_ignored_during_execution
+        spec = pod.pod.spec
+        if spec.affinity and spec.affinity.node_affinity:
+            required = spec.affinity.node_affinity.required_during_scheduling_ignored_during_execution
             if required is not None:
                 mask &= terms_mask(required.node_selector_terms, nodes)
         return mask
 
     def reasons(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rejected: IntArray) -> Counter[str]:
-        return Counter({REASON: len(rejected)})
+        # The scheduler-enforced affinity (addedAffinity) is checked first and has its own reason.
+        enforced = int((~self._added_mask(nodes)[rejected]).sum())
+        return +Counter({REASON_ENFORCED: enforced, REASON: len(rejected) - enforced})
 
     def score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, feasible: IntArray) -> IntArray | None:
         preferred = [
@@ -133,5 +170,6 @@ class NodeAffinity:
         return default_normalize(scores)
 
 
+_p: PreFilterPlugin = NodeAffinity()
 _f: FilterPlugin = NodeAffinity()
 _s: ScorePlugin = NodeAffinity()
