@@ -35,6 +35,7 @@ KINDS: dict[tuple[str, str], type[msgspec.Struct]] = {
     ("policy/v1", "PodDisruptionBudget"): m.PodDisruptionBudget,
     ("scheduling.k8s.io/v1alpha2", "Workload"): m.Workload,
     ("scheduling.k8s.io/v1alpha2", "PodGroup"): m.PodGroup,
+    ("node.k8s.io/v1", "RuntimeClass"): m.RuntimeClass,
 }
 NAMESPACED = {"Pod", "PodDisruptionBudget", "Workload", "PodGroup"}
 _SUFFIXES = (".yaml", ".yml", ".json")
@@ -56,6 +57,7 @@ class Inventory:
     pdbs: list[m.PodDisruptionBudget] = field(default_factory=list)
     workloads: list[m.Workload] = field(default_factory=list)
     pod_groups: list[m.PodGroup] = field(default_factory=list)
+    runtime_classes: list[m.RuntimeClass] = field(default_factory=list)
     sources: dict[int, Source] = field(default_factory=dict)
     texts: dict[str, str] = field(default_factory=dict)  # stdin's text, kept to locate lines
     trees: dict[str, list[yaml.Node]] = field(default_factory=dict)  # parsed once per file, only to locate lines
@@ -70,6 +72,7 @@ class Inventory:
         yield from self.pdbs
         yield from self.workloads
         yield from self.pod_groups
+        yield from self.runtime_classes
 
 
 _LISTS = {
@@ -79,6 +82,7 @@ _LISTS = {
     m.PodDisruptionBudget: "pdbs",
     m.Workload: "workloads",
     m.PodGroup: "pod_groups",
+    m.RuntimeClass: "runtime_classes",
 }
 
 

@@ -29,6 +29,7 @@ __all__ = [
     "NodeSpec",
     "NodeStatus",
     "ObjectMeta",
+    "Overhead",
     "OwnerReference",
     "Pod",
     "PodCondition",
@@ -51,6 +52,8 @@ __all__ = [
     "Quantity",
     "ResourceList",
     "ResourceRequirements",
+    "RuntimeClass",
+    "Scheduling",
     "Taint",
     "Toleration",
     "TopologyConstraint",
@@ -378,3 +381,24 @@ class PodGroup(_Model):
     metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
     spec: PodGroupSpec | None = None
     status: PodGroupStatus = msgspec.field(default_factory=PodGroupStatus)
+
+
+# --- node.k8s.io/v1 --------------------------------------------------------------------------------------------
+
+
+class Overhead(_Model):
+    pod_fixed: ResourceList = {}
+
+
+class Scheduling(_Model):
+    node_selector: dict[str, str] = {}
+    tolerations: list[Toleration] = []
+
+
+class RuntimeClass(_Model):
+    api_version: str = "node.k8s.io/v1"
+    kind: str = "RuntimeClass"
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    handler: str = ""
+    overhead: Overhead | None = None
+    scheduling: Scheduling | None = None

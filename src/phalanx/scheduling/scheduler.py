@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from phalanx.api.admission import RuntimeClasses
 from phalanx.api.gcpause import paused_gc
-from phalanx.api.models import Node, Pod, PodGroup, PriorityClass
+from phalanx.api.models import Node, Pod, PodGroup, PriorityClass, RuntimeClass
 from phalanx.api.priority import PriorityResolver
 from phalanx.cluster.pods import PodInfo, pod_key
 from phalanx.cluster.state import ClusterState
@@ -58,6 +59,7 @@ class Scheduler:
         self.outcomes: dict[str, o.PodOutcome] = {}
         self.conditions: dict[str, o.GroupCondition] = {}
         self.priorities = PriorityResolver([])
+        self.runtime_classes = RuntimeClasses([])
         self.stats = Stats()
 
     # --- loading -------------------------------------------------------------------------------------------------
@@ -68,18 +70,26 @@ class Scheduler:
         pods: Iterable[Pod],
         pod_groups: Iterable[PodGroup] = (),
         priority_classes: Iterable[PriorityClass] = (),
+        runtime_classes: Iterable[RuntimeClass] = (),
     ) -> None:
-        """Take a snapshot: nodes first, then groups, then pods (bound pods accounted, pending pods queued)."""
+        """Take a snapshot: nodes first, then groups, then pods (bound pods accounted, pending pods queued).
+        Raises AdmissionError or UnknownPriorityClass for a pod the API server would not have admitted."""
         with paused_gc():
             self.priorities = PriorityResolver(priority_classes)
+            self.runtime_classes = RuntimeClasses(runtime_classes)
             self.state = ClusterState(list(nodes))
             for pg in pod_groups:
                 self._add_group(pg)
-            infos = [PodInfo.of(p, self.priorities.resolve(p.spec.priority, p.spec.priority_class_name)) for p in pods]
+            infos = [self._info(p) for p in pods]
             for pi in infos:
                 self._register(pi)
             for pi in infos:
                 self._admit(pi)
+
+    def _info(self, pod: Pod) -> PodInfo:
+        """The pod as admission leaves it (RuntimeClass, priority), with its scheduling facts computed once."""
+        pod = self.runtime_classes.admit(pod)
+        return PodInfo.of(pod, self.priorities.resolve(pod.spec.priority, pod.spec.priority_class_name))
 
     def _add_group(self, pg: PodGroup) -> GroupInfo:
         key = pod_key(pg.metadata.namespace, pg.metadata.name)
@@ -131,7 +141,7 @@ class Scheduler:
 
     def add_pod(self, pod: Pod) -> PodInfo:
         """A pod appeared: account it if bound, queue it if pending, and wake its group's waiting members."""
-        pi = PodInfo.of(pod, self.priorities.resolve(pod.spec.priority, pod.spec.priority_class_name))
+        pi = self._info(pod)
         self._register(pi)
         self._admit(pi)
         self.queue.on_event("PodAdd", pi.group_key)

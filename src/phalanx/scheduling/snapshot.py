@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
+from phalanx.api.admission import AdmissionError
 from phalanx.api.errors import InputError
 from phalanx.api.loader import Inventory, load
 from phalanx.api.priority import UnknownPriorityClass
@@ -58,8 +59,8 @@ def schedule_snapshot(
     sched = Scheduler(config, scheduler_name, seed)
     start = time.perf_counter()
     try:
-        sched.load(inv.nodes, inv.pods, inv.pod_groups, inv.priority_classes)
-    except UnknownPriorityClass as exc:
+        sched.load(inv.nodes, inv.pods, inv.pod_groups, inv.priority_classes, inv.runtime_classes)
+    except (UnknownPriorityClass, AdmissionError) as exc:
         raise InputError([str(exc)]) from exc
     sched.run()
     timings.schedule = time.perf_counter() - start

@@ -20,6 +20,7 @@ from phalanx.api.validation.pod import validate_pod
 from phalanx.api.validation.pod_disruption_budget import validate_pod_disruption_budget
 from phalanx.api.validation.pod_group import validate_pod_group
 from phalanx.api.validation.priority_class import validate_priority_class
+from phalanx.api.validation.runtime_class import validate_runtime_class
 from phalanx.api.validation.workload import validate_workload
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
     "validate_pod_disruption_budget",
     "validate_pod_group",
     "validate_priority_class",
+    "validate_runtime_class",
     "validate_workload",
 ]
 
@@ -40,6 +42,7 @@ _VALIDATORS: dict[type[msgspec.Struct], Callable[[Any], list[FieldError]]] = {
     m.PodDisruptionBudget: validate_pod_disruption_budget,
     m.Workload: validate_workload,
     m.PodGroup: validate_pod_group,
+    m.RuntimeClass: validate_runtime_class,
 }
 
 
