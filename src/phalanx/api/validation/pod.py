@@ -43,6 +43,7 @@ def _validate_spec(spec: m.PodSpec) -> list[FieldError]:
     errs += _validate_containers(spec.init_containers, "spec.initContainers", seen, spec.host_network, init=True)
     errs += _host_port_conflicts(spec.containers)
     errs += validate_overhead(spec.overhead, "spec.overhead")
+    errs += _validate_pod_resources(spec.resources)
     errs += validate_labels(spec.node_selector, "spec.nodeSelector")
     errs += _validate_affinity(spec.affinity)
     errs += _validate_tolerations(spec.tolerations)
@@ -55,6 +56,22 @@ def _validate_spec(spec: m.PodSpec) -> list[FieldError]:
     errs += _validate_scheduling_gates(spec.scheduling_gates)
     errs += _validate_resource_claims(spec.resource_claims)
     return errs
+
+
+_POD_LEVEL_RESOURCES = ["cpu", "memory"]
+
+
+def _validate_pod_resources(res: m.ResourceRequirements | None) -> list[FieldError]:
+    """Pod-level resources (PodLevelResources): cpu, memory and hugepages only, with the container rules."""
+    if res is None:
+        return []
+    errs: list[FieldError] = []
+    for kind, values in (("requests", res.requests), ("limits", res.limits)):
+        for name in values:
+            if name not in _POD_LEVEL_RESOURCES and not name.startswith("hugepages-"):
+                path = f"spec.resources.{kind}[{name}]"
+                errs.append(FieldError.unsupported(path, name, [*_POD_LEVEL_RESOURCES, "hugepages-*"]))
+    return errs + validate_container_resources(res, "spec.resources")
 
 
 def validate_preemption_policy(path: str, policy: str | None) -> list[FieldError]:
