@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 import yaml
 from click.testing import CliRunner
@@ -35,6 +36,10 @@ from click.testing import CliRunner
 from phalanx.cli import cli
 from phalanx.scheduling.config import parse_config
 from phalanx.scheduling.snapshot import build_result, schedule_snapshot
+
+RESULT_SCHEMA = json.loads(
+    (Path(__file__).resolve().parent.parent / "docs" / "schedule-result.schema.json").read_text()
+)
 
 SCENARIO_DIR = Path(__file__).parent / "scenarios"
 
@@ -188,7 +193,9 @@ def run_engine(scenario: Scenario, tmp_path: Path, seed: int = 0) -> dict[str, A
     snapshot = _write_snapshot(scenario, tmp_path)
     config = parse_config(scenario.config, scenario.path.name) if scenario.config is not None else None
     sched, _, timings = schedule_snapshot([str(snapshot)], config, scenario.scheduler_name, seed=seed)
-    return build_result(sched, timings)
+    result = build_result(sched, timings)
+    jsonschema.validate(result, RESULT_SCHEMA)  # every result the scenarios produce obeys the documented schema
+    return result
 
 
 def run_cli(scenario: Scenario, tmp_path: Path) -> dict[str, Any]:
