@@ -195,3 +195,12 @@ def test_scheduler_name_filter(tmp_path: Path) -> None:
     pods = by_name(schedule_json("-f", str(snap), "--scheduler-name", "phalanx"))
     assert pods["new"]["phase"] == "Waiting" and pods["new"]["reason"] == "OtherScheduler"
     assert by_name(schedule_json("-f", str(snap), "--scheduler-name", "x"))["new"]["phase"] == "Scheduled"
+
+
+def test_bin_packing_example_spreads_by_default_and_packs_with_its_config() -> None:
+    example = ROOT / "examples" / "bin-packing"
+    spread = by_name(schedule_json("-f", str(example / "snapshot.yaml")))
+    assert spread["train-0"]["phase"] == "Unschedulable"
+    packed = by_name(schedule_json("-f", str(example / "snapshot.yaml"), "--config", str(example / "pack-gpus.yaml")))
+    assert {packed["train-0"]["node"], packed["train-1"]["node"]} == {"gpu-3", "gpu-4"}
+    assert {packed[f"infer-{i}"]["node"] for i in range(6)} == {"gpu-1", "gpu-2"}
