@@ -26,6 +26,7 @@ class ClusterState:
         self.placement: dict[str, int] = {}  # pod key -> node row, for bound and assumed pods
         self.assumed: set[str] = set()
         self.pods: dict[str, PodInfo] = {}  # pods that occupy a node
+        self.node_pods: list[dict[str, PodInfo]] = [{} for _ in range(len(self.table))]  # row -> pods on it
 
     def attach(self, pi: PodInfo) -> None:
         """Give ``pi`` its resource columns in this table (adding columns for resources no node has)."""
@@ -57,6 +58,7 @@ class ClusterState:
         if node is None:
             return
         del self.pods[pi.key]
+        del self.node_pods[node][pi.key]
         t = self.table
         t.requested[node, pi.req_cols] -= pi.req_vals
         t.nonzero_requested[node, 0] -= pi.nonzero_cpu
@@ -73,6 +75,7 @@ class ClusterState:
             self.attach(pi)
         self.placement[pi.key] = node
         self.pods[pi.key] = pi
+        self.node_pods[node][pi.key] = pi
         t = self.table
         t.requested[node, pi.req_cols] += pi.req_vals
         t.nonzero_requested[node, 0] += pi.nonzero_cpu
