@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from phalanx.cluster.pods import PodInfo
 from phalanx.scheduling import outcome as o
-from phalanx.scheduling.profile import Placement, Profile
+from phalanx.scheduling.profile import Attempt, Profile
 
 if TYPE_CHECKING:
     from phalanx.scheduling.scheduler import GroupInfo, Scheduler
@@ -75,9 +75,9 @@ def schedule_pod_group(s: Scheduler, first: PodInfo, group: GroupInfo) -> None:
 
 def _place(
     s: Scheduler, profile: Profile, members: Sequence[PodInfo]
-) -> tuple[list[tuple[PodInfo, int]], list[tuple[PodInfo, Placement]]]:
+) -> tuple[list[tuple[PodInfo, int]], list[tuple[PodInfo, Attempt]]]:
     placed: list[tuple[PodInfo, int]] = []
-    failures: list[tuple[PodInfo, Placement]] = []
+    failures: list[tuple[PodInfo, Attempt]] = []
     for pi in members:
         placement = profile.schedule(pi, s.state.table)
         if placement.node is None:
@@ -100,7 +100,7 @@ def _submit(
     quorum: int | None,
     bound: int,
     placed: list[tuple[PodInfo, int]],
-    failures: list[tuple[PodInfo, Placement]],
+    failures: list[tuple[PodInfo, Attempt]],
 ) -> None:
     """Apply the cycle's result: bind or roll back, then report every member and the group condition."""
     if _reached(quorum, bound, len(placed)):

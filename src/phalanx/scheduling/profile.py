@@ -32,13 +32,13 @@ from phalanx.scheduling.framework import (
     Status,
 )
 
-__all__ = ["Placement", "Profile"]
+__all__ = ["Attempt", "Profile"]
 
 _CACHE_SHAPES = 256  # usage-dependent results kept per plugin (LRU by pod shape)
 
 
 @dataclass(frozen=True, slots=True)
-class Placement:
+class Attempt:
     """The outcome of one pod's attempt: a node row, or a diagnosis of why none fits."""
 
     node: int | None
@@ -146,18 +146,21 @@ class Profile:
 
     # --- scores ----------------------------------------------------------------------------------------------
 
-    def schedule(self, pod: PodInfo, nodes: NodeTable) -> Placement:
+    def schedule(self, pod: PodInfo, nodes: NodeTable, within: BoolArray | None = None) -> Attempt:
         """Filter, score and select, as ``schedulePod`` does (every node is evaluated: percentageOfNodesToScore
-        is effectively 100, which costs nothing extra when filters are vectorised)."""
+        is effectively 100, which costs nothing extra when filters are vectorised). ``within`` restricts the
+        visible nodes to one topology placement, as ``AssumePlacement`` does."""
         state = CycleState()
         mask = self.feasible(state, pod, nodes)
+        if within is not None:
+            mask &= within
         rows = np.flatnonzero(mask)
         if len(rows) == 0:
-            return Placement(None, self.diagnose(state, pod, nodes))
+            return Attempt(None, self.diagnose(state, pod, nodes, within))
         if len(rows) == 1:
-            return Placement(int(rows[0]), feasible_nodes=1)
+            return Attempt(int(rows[0]), feasible_nodes=1)
         total = self.total_scores(state, pod, nodes, rows)
-        return Placement(self.select(pod, rows, total), feasible_nodes=len(rows))
+        return Attempt(self.select(pod, rows, total), feasible_nodes=len(rows))
 
     def total_scores(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: IntArray) -> IntArray:
         total = np.zeros(len(rows), dtype=np.int64)
@@ -189,18 +192,21 @@ class Profile:
         salt = _hash(self.seed, pod.key)
         return int(best[np.argmin(self._node_hash[best] ^ salt)])
 
-    def diagnose(self, state: CycleState, pod: PodInfo, nodes: NodeTable) -> Diagnosis:
+    def diagnose(
+        self, state: CycleState, pod: PodInfo, nodes: NodeTable, within: BoolArray | None = None
+    ) -> Diagnosis:
         """Each node is rejected by the first filter that fails it, as the framework's filter loop does; nodes a
-        PreFilter left out count as not satisfying that plugin."""
-        diag = Diagnosis(len(nodes))
+        PreFilter left out count as not satisfying that plugin. Only the nodes ``within`` are counted."""
+        visible = np.ones(len(nodes), dtype=bool) if within is None else within
+        diag = Diagnosis(int(visible.sum()))
         allowed, status, narrowing = self._pre_filter(state, pod, nodes)
         if not status.ok:
             diag.pre_filter_message = status.message
-            diag.rejected_by[status.plugin] += len(nodes)
-            diag.unresolvable_nodes = len(nodes)
+            diag.rejected_by[status.plugin] += diag.num_nodes
+            diag.unresolvable_nodes = diag.num_nodes
             return diag
-        remaining = np.ones(len(nodes), dtype=bool) if allowed is None else allowed.copy()
-        if allowed is not None and (excluded := int((~allowed).sum())):
+        remaining = visible.copy() if allowed is None else allowed & visible
+        if allowed is not None and (excluded := int((~allowed & visible).sum())):
             diag.reasons[f"node(s) didn't satisfy plugin(s) [{narrowing}]"] += excluded
             for name in narrowing.split():
                 diag.rejected_by[name] += excluded

@@ -19,7 +19,7 @@ from phalanx.scheduling import outcome as o
 from phalanx.scheduling.config import SchedulerConfig, default_profile
 from phalanx.scheduling.cycle import schedule_pod, schedule_pod_group
 from phalanx.scheduling.framework import Code, Status
-from phalanx.scheduling.profile import Placement, Profile
+from phalanx.scheduling.profile import Attempt, Profile
 from phalanx.scheduling.queue import SchedulingQueue
 
 __all__ = ["GroupInfo", "Scheduler", "Stats"]
@@ -228,8 +228,8 @@ class Scheduler:
         self.stats.pods_bound += 1
         self.queue.on_event("AssignedPodAdd")
 
-    def mark_unschedulable(self, pi: PodInfo, placement: Placement) -> None:
-        diag = placement.diagnosis
+    def mark_unschedulable(self, pi: PodInfo, attempt: Attempt) -> None:
+        diag = attempt.diagnosis
         message = diag.message() if diag is not None else o.MSG_GROUP_UNSCHEDULABLE
         self.fail(pi, o.REASON_UNSCHEDULABLE, message, rejected_by=diag.rejected_by if diag else ())
 

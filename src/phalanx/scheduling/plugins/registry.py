@@ -16,7 +16,16 @@ from phalanx.scheduling.plugins import (
     taint_toleration,
 )
 
-__all__ = ["DEFAULT_PLUGINS", "NOT_MODELLED", "QUEUE_AND_GATE_PLUGINS", "REGISTRY", "PluginEntry"]
+__all__ = [
+    "DEFAULT_PLACEMENT_SCORES",
+    "DEFAULT_PLUGINS",
+    "NOT_MODELLED",
+    "PLACEMENT_GENERATORS",
+    "PLACEMENT_SCORERS",
+    "QUEUE_AND_GATE_PLUGINS",
+    "REGISTRY",
+    "PluginEntry",
+]
 
 
 @dataclass(frozen=True)
@@ -54,9 +63,13 @@ NOT_MODELLED = {
     "ImageLocality",
     "DefaultBinder",
     "DynamicResources",
-    "TopologyPlacementGenerator",
-    "PodGroupPodsCount",
 }
+
+# Placement plugins of the PodGroup cycle (topology-aware scheduling), implemented in scheduling/placement.py:
+# the generator and the placement scorers with their default weights (NodeResourcesFit also scores placements).
+PLACEMENT_GENERATORS = {"TopologyPlacementGenerator"}
+PLACEMENT_SCORERS = {"PodGroupPodsCount", "NodeResourcesFit"}
+DEFAULT_PLACEMENT_SCORES: list[tuple[str, int]] = [("PodGroupPodsCount", 1), ("NodeResourcesFit", 1)]
 
 # getDefaultPlugins (v1.36) in order, with score weights; only the names phalanx models.
 DEFAULT_PLUGINS: list[tuple[str, int]] = [
