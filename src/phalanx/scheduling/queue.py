@@ -25,6 +25,7 @@ EVENT_HINTS: dict[str, frozenset[str]] = {
     "NodeUnschedulable": frozenset({"NodeAdd", "NodeUpdate"}),
     "NodeName": frozenset({"NodeAdd"}),
     "GangScheduling": frozenset({"PodAdd", "PodGroupAdd"}),
+    "TopologyPlacementGenerator": frozenset({"PodDelete", "NodeAdd", "NodeUpdate"}),
 }
 
 
