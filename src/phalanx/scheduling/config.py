@@ -16,14 +16,24 @@ from phalanx.api.models import NodeAffinity as NodeAffinitySpec
 from phalanx.scheduling.plugins.node_affinity import NodeAffinityArgs
 from phalanx.scheduling.plugins.node_resources_balanced_allocation import BalancedAllocationArgs
 from phalanx.scheduling.plugins.node_resources_fit import STRATEGIES, NodeResourcesFitArgs
-from phalanx.scheduling.plugins.registry import DEFAULT_PLUGINS, NOT_MODELLED, QUEUE_AND_GATE_PLUGINS, REGISTRY
+from phalanx.scheduling.plugins.registry import (
+    DEFAULT_PLACEMENT_SCORES,
+    DEFAULT_PLUGINS,
+    NOT_MODELLED,
+    PLACEMENT_GENERATORS,
+    PLACEMENT_SCORERS,
+    QUEUE_AND_GATE_PLUGINS,
+    REGISTRY,
+)
 from phalanx.scheduling.plugins.resource_allocation import ResourceSpec, ShapePoint
 from phalanx.scheduling.profile import Profile
 
-__all__ = ["DEFAULT_SCHEDULER_NAME", "ProfileConfig", "SchedulerConfig", "load_config"]
+__all__ = ["DEFAULT_SCHEDULER_NAME", "ProfileConfig", "SchedulerConfig", "TopologyArgs", "load_config"]
 
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
 _POINTS = (
+    "placementGenerate",
+    "placementScore",
     "queueSort",
     "preEnqueue",
     "preFilter",
@@ -38,7 +48,7 @@ _POINTS = (
     "postBind",
     "multiPoint",
 )
-_KNOWN = set(REGISTRY) | NOT_MODELLED | QUEUE_AND_GATE_PLUGINS
+_KNOWN = set(REGISTRY) | NOT_MODELLED | QUEUE_AND_GATE_PLUGINS | PLACEMENT_GENERATORS | PLACEMENT_SCORERS
 
 
 @dataclass
@@ -48,6 +58,8 @@ class ProfileConfig:
     scores: list[tuple[str, int]] = field(default_factory=list)
     args: dict[str, Any] = field(default_factory=dict)
     gang: bool = True
+    placement_generators: list[str] = field(default_factory=lambda: sorted(PLACEMENT_GENERATORS))
+    placement_scores: list[tuple[str, int]] = field(default_factory=lambda: list(DEFAULT_PLACEMENT_SCORES))
 
     def build(self, seed: int = 0) -> Profile:
         instances: dict[str, Any] = {}
@@ -57,11 +69,17 @@ class ProfileConfig:
                 instances[name] = REGISTRY[name].factory(self.args.get(name))
             return instances[name]
 
+        fit_args = self.args.get("NodeResourcesFit") or NodeResourcesFitArgs()
+        topology = self.args.get("TopologyPlacementGenerator") or TopologyArgs()
         return Profile(
             self.scheduler_name,
             [get(n) for n in self.filters],
             [(get(n), w) for n, w in self.scores],
             seed,
+            tas="TopologyPlacementGenerator" in self.placement_generators,
+            placement_scores=list(self.placement_scores),
+            topology_levels=list(topology.levels),
+            fit_resources=list(fit_args.resources),
         )
 
 
@@ -139,11 +157,19 @@ def _apply(
                 pc.scores = []
             if point in ("permit", "multiPoint"):
                 pc.gang = False
+            if point in ("placementGenerate", "multiPoint"):
+                pc.placement_generators = []
+            if point in ("placementScore", "multiPoint"):
+                pc.placement_scores = []
             continue
         if point in ("filter", "multiPoint"):
             pc.filters = [n for n in pc.filters if n != name]
         if point in ("score", "multiPoint"):
             pc.scores = [(n, w) for n, w in pc.scores if n != name]
+        if point in ("placementGenerate", "multiPoint"):
+            pc.placement_generators = [n for n in pc.placement_generators if n != name]
+        if point in ("placementScore", "multiPoint"):
+            pc.placement_scores = [(n, w) for n, w in pc.placement_scores if n != name]
         if name == "GangScheduling" and point in ("permit", "preEnqueue", "multiPoint"):
             pc.gang = False
     for k, entry in enumerate(sets.get("enabled") or []):
@@ -162,6 +188,10 @@ def _apply(
         if name == "GangScheduling":
             pc.gang = True
             continue
+        if name in PLACEMENT_GENERATORS and point in ("placementGenerate", "multiPoint"):
+            pc.placement_generators = sorted({*pc.placement_generators, name})
+        if name in PLACEMENT_SCORERS and point in ("placementScore", "multiPoint"):
+            pc.placement_scores = [(n, w) for n, w in pc.placement_scores if n != name] + [(name, weight)]
         entry_reg = REGISTRY.get(name)
         if entry_reg is None:
             continue
@@ -195,6 +225,8 @@ def _plugin_args(pc: ProfileConfig, entry: Any, where: str, errors: list[str]) -
             pc.args[name] = _fit_args(args)
         elif name == "NodeResourcesBalancedAllocation":
             pc.args[name] = BalancedAllocationArgs(_resources(args.get("resources"), "resources"))
+        elif name == "TopologyPlacementGenerator":
+            pc.args[name] = _topology_args(args)
         elif name == "NodeAffinity":
             added = args.get("addedAffinity")
             pc.args[name] = NodeAffinityArgs(msgspec.convert(added, NodeAffinitySpec) if added else None)
@@ -214,6 +246,23 @@ def _resources(raw: Any, field_name: str) -> list[ResourceSpec]:
             raise ValueError(f"{field_name}[{r['name']}].weight: Invalid value: {weight}: must be in the range 1-100")
         out.append(ResourceSpec(r["name"], weight))
     return out
+
+
+@dataclass
+class TopologyArgs:
+    """TopologyPlacementGenerator args (a phalanx extension): the cluster's topology levels, coarsest first, as
+    node label keys (e.g. zone > block > rack > hostname), used by the phalanx topology annotations."""
+
+    levels: list[str] = field(default_factory=list)
+
+
+def _topology_args(args: dict[str, Any]) -> TopologyArgs:
+    levels = args.get("levels") or []
+    if not isinstance(levels, list) or not all(isinstance(x, str) and x for x in levels):
+        raise ValueError("levels: must be a list of node label keys, coarsest first")
+    if len(set(levels)) != len(levels):
+        raise ValueError("levels: Duplicate value")
+    return TopologyArgs(levels)
 
 
 def _fit_args(args: dict[str, Any]) -> NodeResourcesFitArgs:

@@ -1,12 +1,15 @@
-"""The scheduling cycles: one pod (``scheduleOnePod``) and one PodGroup (``podGroupCycle``, spec §2.4).
+"""The scheduling cycles: one pod (``scheduleOnePod``) and one PodGroup (``podGroupCycle``, spec §2.4 and §3.3).
 
 Algorithm (PodGroup cycle):
   1. Collect the group's queued members, sort them by priority then creation, reject mixed schedulerNames.
-  2. On one cluster state, place members one by one, assuming each placement so later members see it.
-  3. The group succeeds once bound + assumed members reach minCount (basic: once any member is placed);
-     every member is still tried, so members beyond minCount are placed too.
-  4. Success binds every placed member; failure forgets every assumption, so a gang holds nothing.
-  5. Beyond v1.36: a heterogeneous gang that fails in the v1.36 order is retried once, largest member first;
+  2. Topology (``placement.py``): without a topology intent the whole cluster is the one placement; otherwise
+     each candidate domain is evaluated and one is chosen (v1.36 placement scores, or BestFit for the phalanx
+     annotations), and the cycle runs on that domain's nodes.
+  3. On one cluster state, place members one by one, assuming each placement so later members see it.
+  4. The group succeeds once bound + assumed members reach minCount (basic: once any member is placed); every
+     member is still tried, so members beyond minCount are placed too.
+  5. Success binds every placed member; failure forgets every assumption, so a gang holds nothing.
+  6. Beyond v1.36: a heterogeneous gang that fails in the v1.36 order is retried once, largest member first;
      the retry's placement is used only if it succeeds.
 """
 
@@ -14,10 +17,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from phalanx.cluster.pods import PodInfo
 from phalanx.scheduling import outcome as o
+from phalanx.scheduling import placement as tas
+from phalanx.scheduling.framework import BoolArray
 from phalanx.scheduling.profile import Attempt, Profile
 
 if TYPE_CHECKING:
@@ -25,18 +31,44 @@ if TYPE_CHECKING:
 
 __all__ = ["schedule_pod", "schedule_pod_group"]
 
+Placed = list[tuple[PodInfo, int]]
+Failed = list[tuple[PodInfo, Attempt]]
+
 
 def schedule_pod(s: Scheduler, pi: PodInfo) -> None:
     """Schedule a pod that belongs to no PodGroup."""
     start = time.perf_counter()
-    profile = s.profile_for(pi)
-    placement = profile.schedule(pi, s.state.table)
-    if placement.node is None:
-        s.mark_unschedulable(pi, placement)
+    attempt = s.profile_for(pi).schedule(pi, s.state.table)
+    if attempt.node is None:
+        s.mark_unschedulable(pi, attempt)
     else:
-        s.state.assume(pi, placement.node)
+        s.state.assume(pi, attempt.node)
         s.bind(pi)
     s.stats.cycle_seconds.append(time.perf_counter() - start)
+
+
+@dataclass
+class _Cycle:
+    """One PodGroup cycle's fixed inputs."""
+
+    s: Scheduler
+    group: GroupInfo
+    profile: Profile
+    members: list[PodInfo]
+    quorum: int | None  # None: any placed member is enough (basic policy, or GangScheduling disabled)
+    bound: int
+
+    def reached(self, placed: int) -> bool:
+        if self.quorum is None:
+            return placed > 0
+        return placed > 0 and self.bound + placed >= self.quorum
+
+    def unschedulable_message(self, placed: int) -> str:
+        need = "at least 1" if self.quorum is None else f"minCount {self.quorum}"
+        return (
+            f"{o.MSG_GROUP_UNSCHEDULABLE}: {placed} of {len(self.members)} pending pods fit, "
+            f"{self.bound} already scheduled, need {need}"
+        )
 
 
 def schedule_pod_group(s: Scheduler, first: PodInfo, group: GroupInfo) -> None:
@@ -57,72 +89,146 @@ def schedule_pod_group(s: Scheduler, first: PodInfo, group: GroupInfo) -> None:
     profile = s.profile_for(members[0])
     # Without the GangScheduling plugin nothing enforces minCount: Permit admits every placed pod (basic rules).
     quorum = group.min_count if s.gang_enabled.get(profile.scheduler_name, True) else None
-    bound = s.bound_members(group)
-    placed, failures = _place(s, profile, members)
-    if not _reached(quorum, bound, len(placed)) and _heterogeneous(members):
-        for pi, _ in placed:
-            s.state.forget(pi)
-        retry_placed, retry_failures = _place(s, profile, sorted(members, key=_largest_first))
-        if _reached(quorum, bound, len(retry_placed)):
-            placed, failures = retry_placed, retry_failures
-        else:
-            for pi, _ in retry_placed:
-                s.state.forget(pi)
-            placed, failures = _place(s, profile, members)
-    _submit(s, group, quorum, bound, placed, failures)
+    cycle = _Cycle(s, group, profile, members, quorum, s.bound_members(group))
+    intent = tas.intent_of(group.pod_group, profile)
+    if intent is None:
+        _submit(cycle, *_default_algorithm(cycle, None))
+    else:
+        _placement_algorithm(cycle, intent)
     s.stats.cycle_seconds.append(time.perf_counter() - start)
 
 
-def _place(
-    s: Scheduler, profile: Profile, members: Sequence[PodInfo]
-) -> tuple[list[tuple[PodInfo, int]], list[tuple[PodInfo, Attempt]]]:
-    placed: list[tuple[PodInfo, int]] = []
-    failures: list[tuple[PodInfo, Attempt]] = []
-    for pi in members:
-        placement = profile.schedule(pi, s.state.table)
-        if placement.node is None:
-            failures.append((pi, placement))
-            continue
-        s.state.assume(pi, placement.node)
-        placed.append((pi, placement.node))
+def _default_algorithm(c: _Cycle, within: BoolArray | None) -> tuple[Placed, Failed]:
+    """Place the members in order on the visible nodes; assumptions are left in place for the caller."""
+    placed, failures = _place(c, c.members, within)
+    if not c.reached(len(placed)) and _heterogeneous(c.members):
+        _forget(c, placed)
+        retry_placed, retry_failures = _place(c, sorted(c.members, key=_largest_first), within)
+        if c.reached(len(retry_placed)):
+            return retry_placed, retry_failures
+        _forget(c, retry_placed)
+        placed, failures = _place(c, c.members, within)
     return placed, failures
 
 
-def _reached(quorum: int | None, bound: int, placed: int) -> bool:
-    if quorum is None:
-        return placed > 0
-    return placed > 0 and bound + placed >= quorum
+def _place(c: _Cycle, members: Sequence[PodInfo], within: BoolArray | None) -> tuple[Placed, Failed]:
+    placed: Placed = []
+    failures: Failed = []
+    for pi in members:
+        attempt = c.profile.schedule(pi, c.s.state.table, within)
+        if attempt.node is None:
+            failures.append((pi, attempt))
+            continue
+        c.s.state.assume(pi, attempt.node)
+        placed.append((pi, attempt.node))
+    return placed, failures
 
 
-def _submit(
-    s: Scheduler,
-    group: GroupInfo,
-    quorum: int | None,
-    bound: int,
-    placed: list[tuple[PodInfo, int]],
-    failures: list[tuple[PodInfo, Attempt]],
-) -> None:
+def _forget(c: _Cycle, placed: Placed) -> None:
+    for pi, _ in placed:
+        c.s.state.forget(pi)
+
+
+def _submit(c: _Cycle, placed: Placed, failures: Failed) -> None:
     """Apply the cycle's result: bind or roll back, then report every member and the group condition."""
-    if _reached(quorum, bound, len(placed)):
+    s = c.s
+    if c.reached(len(placed)):
         for pi, _ in placed:
             s.bind(pi)
-        for pi, placement in failures:
-            s.mark_unschedulable(pi, placement)
-        s.set_condition(group, "True", o.REASON_SCHEDULED, "")
+        for pi, attempt in failures:
+            s.mark_unschedulable(pi, attempt)
+        s.set_condition(c.group, "True", o.REASON_SCHEDULED, "")
         return
+    _forget(c, placed)
     for pi, _ in placed:
-        s.state.forget(pi)
         s.fail(pi, o.REASON_UNSCHEDULABLE, o.MSG_WAIT_GANG_SCHEDULED, rejected_by=("GangScheduling",))
-    for pi, placement in failures:
-        s.mark_unschedulable(pi, placement)
-    need = "at least 1" if quorum is None else f"minCount {quorum}"
-    detail = f"{len(placed)} of {len(placed) + len(failures)} pending pods fit, {bound} already scheduled, need {need}"
-    s.set_condition(group, "False", o.REASON_UNSCHEDULABLE, f"{o.MSG_GROUP_UNSCHEDULABLE}: {detail}")
+    for pi, attempt in failures:
+        s.mark_unschedulable(pi, attempt)
+    s.set_condition(c.group, "False", o.REASON_UNSCHEDULABLE, c.unschedulable_message(len(placed)))
+
+
+# --- topology ------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Evaluation:
+    domain: tas.Domain
+    count: int  # members that fit
+    spare: int  # slots left in the domain after placing them (BestFit: smaller is tighter)
+    proposed: list[PodInfo]
+
+
+def _placement_algorithm(c: _Cycle, intent: tas.Intent) -> None:
+    """Evaluate the candidate domains of each level in turn and run the cycle in the chosen one."""
+    s, table = c.s, c.s.state.table
+    bound_rows = [s.state.placement[k] for k in s.members_of(c.group) if s.is_bound(k) and k in s.state.placement]
+    first_message = ""
+    total_domains = 0
+    for key in intent.levels:
+        try:
+            pinned = tas.pinned_domain(table, key, bound_rows)
+        except tas.PlacementError as exc:
+            _fail_all(c, o.REASON_SCHEDULER_ERROR, str(exc))
+            return
+        candidates = tas.domains(table, key, pinned)
+        total_domains += len(candidates)
+        evaluations = _evaluate_all(c, key, candidates)
+        if not first_message and evaluations:
+            first_message = c.unschedulable_message(evaluations[0].count)
+        feasible = [e for e in evaluations if c.reached(e.count)]
+        if feasible:
+            chosen = _choose(c, intent, feasible)
+            _submit(c, *_default_algorithm(c, chosen.domain.mask))
+            return
+    if intent.mode in ("preferred", "unconstrained"):
+        _submit(c, *_default_algorithm(c, None))  # no single domain holds the gang: anywhere, as a last resort
+        return
+    message = f"0/{total_domains} placements are available, first placement status: {first_message or 'none'}"
+    _fail_all(c, o.REASON_UNSCHEDULABLE, message)
+
+
+def _evaluate_all(c: _Cycle, key: str, candidates: list[tas.Domain]) -> list[_Evaluation]:
+    """How many members fit in each domain: counted from slots (one vector pass for all domains) when that is
+    exact, else by running the cycle in each domain."""
+    table = c.s.state.table
+    free = tas.per_domain(table, key, tas.slots(c.profile, c.members[0], table))
+    exact = tas.per_node_only(c.profile) and not _heterogeneous(c.members)
+    out = []
+    for dom in candidates:
+        room = int(free[dom.code])
+        if exact:
+            count = min(len(c.members), room)
+            out.append(_Evaluation(dom, count, room - count, c.members[:count]))
+            continue
+        placed, _ = _default_algorithm(c, dom.mask)
+        _forget(c, placed)
+        out.append(_Evaluation(dom, len(placed), max(room - len(placed), 0), [pi for pi, _ in placed]))
+    return out
+
+
+def _choose(c: _Cycle, intent: tas.Intent, feasible: list[_Evaluation]) -> _Evaluation:
+    seed = c.profile.seed
+    if len(feasible) == 1:
+        return feasible[0]
+    if intent.mode == "v136":
+        scores = tas.score_v136(
+            c.profile, c.s.state.table, [e.domain for e in feasible], [e.proposed for e in feasible], c.bound
+        )
+        best = [e for e, sc in zip(feasible, scores, strict=True) if sc == scores.max()]
+        return min(best, key=lambda e: tas.tie_break(seed, e.domain))
+    # BestFit: the domain the gang fills most tightly, so roomier domains stay free for larger gangs.
+    return min(feasible, key=lambda e: (-e.count, e.spare, tas.tie_break(seed, e.domain)))
+
+
+def _fail_all(c: _Cycle, reason: str, message: str) -> None:
+    for pi in c.members:
+        c.s.fail(pi, reason, message, rejected_by=("TopologyPlacementGenerator",))
+    c.s.set_condition(c.group, "False", reason, message)
 
 
 def _heterogeneous(members: Sequence[PodInfo]) -> bool:
     first = members[0]
-    return any(pi.signature != first.signature or pi.requests != first.requests for pi in members[1:])
+    return any(pi.shape != first.shape for pi in members[1:])
 
 
 def _largest_first(pi: PodInfo) -> tuple[int, ...]:

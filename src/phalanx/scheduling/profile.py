@@ -6,7 +6,9 @@ Two caches make a pod cost a few vector operations instead of a full evaluation:
     computed once per signature;
   - usage-dependent plugins keep a full-length result per pod shape (signature plus requests) and, for the next
     pod of that shape, recompute only the rows whose usage changed since (``NodeTable.changes``). A gang's
-    identical members, or a Deployment's replicas, therefore cost O(changed rows) each.
+    identical members, or a Deployment's replicas, therefore cost O(changed rows) each;
+  - plugins whose verdict on a node depends on other nodes (``incremental = False``: PodTopologySpread,
+    InterPodAffinity) are not cached here; they keep their own per-selector pod counts.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from phalanx.scheduling.framework import (
     ScorePlugin,
     Status,
 )
+from phalanx.scheduling.plugins.resource_allocation import ResourceSpec
 
 __all__ = ["Attempt", "Profile"]
 
@@ -61,6 +64,11 @@ class Profile:
     filters: Sequence[FilterPlugin]
     scores: Sequence[tuple[ScorePlugin, int]]
     seed: int = 0
+    # Topology-aware PodGroup placement (scheduling/placement.py)
+    tas: bool = True
+    placement_scores: Sequence[tuple[str, int]] = (("PodGroupPodsCount", 1), ("NodeResourcesFit", 1))
+    topology_levels: Sequence[str] = ()
+    fit_resources: Sequence[ResourceSpec] = (ResourceSpec("cpu"), ResourceSpec("memory"))
     incremental: bool = True  # False recomputes everything for every pod (the reference the caches are tested against)
     _static: dict[tuple[str, bytes], Any] = field(default_factory=dict)
     _dynamic: OrderedDict[tuple[str, bytes], _Incremental] = field(default_factory=OrderedDict)
@@ -113,6 +121,8 @@ class Profile:
             if key not in self._static:
                 self._static[key] = plugin.filter(state, pod, nodes)
             return self._static[key]  # type: ignore[no-any-return]
+        if not _incremental_plugin(plugin):
+            return plugin.filter(state, pod, nodes)
 
         def compute(rows: IntArray | None) -> BoolArray:
             return plugin.filter(state, pod, nodes, rows)
@@ -165,9 +175,13 @@ class Profile:
     def total_scores(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: IntArray) -> IntArray:
         total = np.zeros(len(rows), dtype=np.int64)
         for plugin, weight in self.scores:
-            full = self._score(plugin, state, pod, nodes)
-            if full is not None:
-                total += weight * plugin.normalize(full[rows])
+            if _incremental_plugin(plugin):
+                full = self._score(plugin, state, pod, nodes)
+                raw = None if full is None else full[rows]
+            else:
+                raw = plugin.score(state, pod, nodes, rows)  # may depend on the feasible set (PreScore's nodes)
+            if raw is not None:
+                total += weight * plugin.normalize(raw)
         return total
 
     def _score(self, plugin: ScorePlugin, state: CycleState, pod: PodInfo, nodes: NodeTable) -> IntArray | None:
@@ -192,9 +206,7 @@ class Profile:
         salt = _hash(self.seed, pod.key)
         return int(best[np.argmin(self._node_hash[best] ^ salt)])
 
-    def diagnose(
-        self, state: CycleState, pod: PodInfo, nodes: NodeTable, within: BoolArray | None = None
-    ) -> Diagnosis:
+    def diagnose(self, state: CycleState, pod: PodInfo, nodes: NodeTable, within: BoolArray | None = None) -> Diagnosis:
         """Each node is rejected by the first filter that fails it, as the framework's filter loop does; nodes a
         PreFilter left out count as not satisfying that plugin. Only the nodes ``within`` are counted."""
         visible = np.ones(len(nodes), dtype=bool) if within is None else within
@@ -221,6 +233,12 @@ class Profile:
                     diag.unresolvable_nodes += len(rejected)
                 remaining &= mask
         return diag
+
+
+def _incremental_plugin(plugin: FilterPlugin | ScorePlugin) -> bool:
+    """False for plugins whose verdict on a node depends on other nodes (pods counted per topology domain): they
+    declare ``incremental = False`` and are recomputed for every pod over all nodes."""
+    return getattr(plugin, "incremental", True) is not False
 
 
 def _hash(seed: int, text: str) -> int:

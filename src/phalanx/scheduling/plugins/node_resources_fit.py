@@ -48,7 +48,7 @@ class NodeResourcesFit:
         self._ignored = set(self.args.ignored_resources)
         self._ignored_groups = set(self.args.ignored_resource_groups)
 
-    def _checked(self, pod: PodInfo) -> tuple[IntArray, IntArray]:
+    def checked(self, pod: PodInfo) -> tuple[IntArray, IntArray]:
         """Columns and amounts to check: every requested resource but the ignored extended ones."""
         if not self._ignored and not self._ignored_groups:
             return pod.req_cols, pod.req_vals
@@ -63,7 +63,7 @@ class NodeResourcesFit:
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: IntArray | None = None) -> BoolArray:
         sel = slice(None) if rows is None else rows
         mask: BoolArray = nodes.pod_count[sel] < nodes.max_pods[sel]
-        cols, vals = self._checked(pod)
+        cols, vals = self.checked(pod)
         if len(cols):
             free = nodes.allocatable[sel][:, cols] - nodes.requested[sel][:, cols]
             mask &= (free >= vals).all(axis=1)
@@ -72,7 +72,7 @@ class NodeResourcesFit:
     def reasons(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rejected: IntArray) -> Counter[str]:
         out: Counter[str] = Counter()
         out[TOO_MANY_PODS] = int((nodes.pod_count[rejected] >= nodes.max_pods[rejected]).sum())
-        cols, vals = self._checked(pod)
+        cols, vals = self.checked(pod)
         for col, val in zip(cols.tolist(), vals.tolist(), strict=True):
             free = nodes.allocatable[rejected, col] - nodes.requested[rejected, col]
             out[f"Insufficient {nodes.resources.names[col]}"] = int((free < val).sum())
