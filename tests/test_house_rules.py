@@ -11,7 +11,7 @@ import phalanx.scheduling.plugins as plugins_pkg
 from phalanx.scheduling.plugins.registry import REGISTRY
 
 SRC = Path(__file__).resolve().parent.parent / "src" / "phalanx"
-HELPER_MODULES = {"registry", "resource_allocation"}
+HELPER_MODULES = {"registry", "resource_allocation", "pod_selectors"}
 
 
 def test_registry_and_plugin_modules_match_one_to_one() -> None:
