@@ -13,6 +13,7 @@ import yaml
 
 from phalanx.api.errors import InputError
 from phalanx.api.models import NodeAffinity as NodeAffinitySpec
+from phalanx.scheduling.plugins import inter_pod_affinity, pod_topology_spread
 from phalanx.scheduling.plugins.node_affinity import NodeAffinityArgs
 from phalanx.scheduling.plugins.node_resources_balanced_allocation import BalancedAllocationArgs
 from phalanx.scheduling.plugins.node_resources_fit import STRATEGIES, NodeResourcesFitArgs
@@ -227,6 +228,10 @@ def _plugin_args(pc: ProfileConfig, entry: Any, where: str, errors: list[str]) -
             pc.args[name] = BalancedAllocationArgs(_resources(args.get("resources"), "resources"))
         elif name == "TopologyPlacementGenerator":
             pc.args[name] = _topology_args(args)
+        elif name == pod_topology_spread.NAME:
+            pc.args[name] = pod_topology_spread.parse_args(args)
+        elif name == inter_pod_affinity.NAME:
+            pc.args[name] = inter_pod_affinity.parse_args(args)
         elif name == "NodeAffinity":
             added = args.get("addedAffinity")
             pc.args[name] = NodeAffinityArgs(msgspec.convert(added, NodeAffinitySpec) if added else None)

@@ -20,6 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from phalanx.cluster.pods import PodInfo
 from phalanx.scheduling import outcome as o
 from phalanx.scheduling import placement as tas
@@ -178,7 +180,8 @@ def _placement_algorithm(c: _Cycle, intent: tas.Intent) -> None:
         feasible = [e for e in evaluations if c.reached(e.count)]
         if feasible:
             chosen = _choose(c, intent, feasible)
-            _submit(c, *_default_algorithm(c, chosen.domain.mask))
+            within = chosen.domain.mask if intent.mode == "v136" else _narrow(c, chosen)
+            _submit(c, *_default_algorithm(c, within))
             return
     if intent.mode in ("preferred", "unconstrained"):
         _submit(c, *_default_algorithm(c, None))  # no single domain holds the gang: anywhere, as a last resort
@@ -192,7 +195,7 @@ def _evaluate_all(c: _Cycle, key: str, candidates: list[tas.Domain]) -> list[_Ev
     exact, else by running the cycle in each domain."""
     table = c.s.state.table
     free = tas.per_domain(table, key, tas.slots(c.profile, c.members[0], table))
-    exact = tas.per_node_only(c.profile) and not _heterogeneous(c.members)
+    exact = tas.per_node_only(c.profile, c.members[0], table) and not _heterogeneous(c.members)
     out = []
     for dom in candidates:
         room = int(free[dom.code])
@@ -216,8 +219,52 @@ def _choose(c: _Cycle, intent: tas.Intent, feasible: list[_Evaluation]) -> _Eval
         )
         best = [e for e, sc in zip(feasible, scores, strict=True) if sc == scores.max()]
         return min(best, key=lambda e: tas.tie_break(seed, e.domain))
-    # BestFit: the domain the gang fills most tightly, so roomier domains stay free for larger gangs.
-    return min(feasible, key=lambda e: (-e.count, e.spare, tas.tie_break(seed, e.domain)))
+    # BestFit: the domain the gang fills most tightly, so roomier domains stay free for larger gangs; between
+    # equally tight domains, the one whose enclosing domains (rack, then block, ...) are fullest.
+    parents = _parent_spare(c, feasible)
+    return min(feasible, key=lambda e: (-e.count, e.spare, parents[id(e)], tas.tie_break(seed, e.domain)))
+
+
+def _parent_spare(c: _Cycle, feasible: list[_Evaluation]) -> dict[int, tuple[int, ...]]:
+    """For each candidate, the free slots of its enclosing domains at every coarser configured level."""
+    levels = [lvl for lvl in c.profile.topology_levels if lvl != tas.HOSTNAME]
+    key = feasible[0].domain.key
+    coarser = levels[: levels.index(key)][::-1] if key in levels else []
+    table = c.s.state.table
+    room = tas.slots(c.profile, c.members[0], table) if coarser else None
+    out: dict[int, tuple[int, ...]] = {}
+    free_by_level = {lvl: tas.per_domain(table, lvl, room) for lvl in coarser} if room is not None else {}
+    for e in feasible:
+        row = int(np.flatnonzero(e.domain.mask)[0])
+        spare = []
+        for lvl in coarser:
+            code = int(table.label(lvl).codes[row])
+            spare.append(int(free_by_level[lvl][code]) if code >= 0 else 1 << 62)
+        out[id(e)] = tuple(spare)
+    return out
+
+
+def _narrow(c: _Cycle, chosen: _Evaluation) -> BoolArray:
+    """Beyond v1.36: inside the chosen domain, keep the gang in as few sub-domains of each finer level as hold
+    it (BestFit per level, as Kueue's TAS does), instead of letting per-node scoring spread it."""
+    within = chosen.domain.mask
+    levels = [lvl for lvl in c.profile.topology_levels if lvl != tas.HOSTNAME]
+    if (
+        chosen.domain.key not in levels
+        or not tas.per_node_only(c.profile, c.members[0], c.s.state.table)
+        or _heterogeneous(c.members)
+    ):
+        return within
+    table = c.s.state.table
+    room = tas.slots(c.profile, c.members[0], table)
+    need = chosen.count
+    for key in levels[levels.index(chosen.domain.key) + 1 :]:
+        free = tas.per_domain(table, key, np.where(within, room, 0))
+        picked = tas.best_fit(free, need)
+        if picked is None:
+            break
+        within = within & np.isin(table.label(key).codes, picked)
+    return within
 
 
 def _fail_all(c: _Cycle, reason: str, message: str) -> None:

@@ -131,6 +131,10 @@ class FilterPlugin(Protocol):
         """The reasons for rejecting the nodes ``rejected`` (row indices), counted per node."""
         ...
 
+    # Optional: ``skips(pod, nodes) -> bool``, True when the plugin has nothing to check for this pod (PreFilter's
+    # Skip). Filters whose verdict for a node depends on other nodes (spread, inter-pod affinity) must provide it,
+    # so topology placement can still count capacity exactly for pods they do not concern.
+
 
 class ScorePlugin(Protocol):
     """Score: how good each feasible node is, normalised to 0..MAX_NODE_SCORE."""

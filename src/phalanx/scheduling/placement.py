@@ -39,6 +39,7 @@ __all__ = [
     "Domain",
     "Intent",
     "PlacementError",
+    "best_fit",
     "domains",
     "intent_of",
     "per_domain",
@@ -137,8 +138,16 @@ def per_domain(nodes: NodeTable, key: str, values: IntArray) -> IntArray:
     return out.astype(np.int64)
 
 
-def per_node_only(profile: Profile) -> bool:
-    return all(p.name in _PER_NODE_FILTERS for p in profile.filters)
+def per_node_only(profile: Profile, pod: PodInfo, nodes: NodeTable) -> bool:
+    """Whether every filter that applies to ``pod`` judges each node by itself (so slot counting is exact).
+    A filter with nothing to check for the pod says so with ``skips(pod, nodes)`` (PreFilter's Skip)."""
+    for plugin in profile.filters:
+        if plugin.name in _PER_NODE_FILTERS:
+            continue
+        skips = getattr(plugin, "skips", None)
+        if skips is None or not skips(pod, nodes):
+            return False
+    return True
 
 
 def slots(profile: Profile, pod: PodInfo, nodes: NodeTable) -> IntArray:
@@ -189,6 +198,26 @@ def _most_allocated(
         num += np.where(has, np.minimum(used, alloc) * MAX_NODE_SCORE // np.maximum(alloc, 1) * spec.weight, 0)
         den += np.where(has, spec.weight, 0)
     return np.where(den > 0, num // np.maximum(den, 1), 0)
+
+
+def best_fit(free: IntArray, need: int) -> list[int] | None:
+    """The domains (codes) to use for ``need`` pods given each domain's free slots, as Kueue's BestFit picks
+    them: the fullest-capacity domains first, with the last one swapped for the tightest domain that still covers
+    the remainder. None when all domains together cannot hold ``need``."""
+    order = sorted(range(len(free)), key=lambda d: (-int(free[d]), d))
+    picked: list[int] = []
+    covered = 0
+    for d in order:
+        if covered >= need or free[d] <= 0:
+            break
+        picked.append(d)
+        covered += int(free[d])
+    if covered < need or not picked:
+        return None
+    rest = need - (covered - int(free[picked[-1]]))
+    candidates = [d for d in order if d not in picked[:-1] and free[d] >= rest]
+    picked[-1] = min(candidates, key=lambda d: (int(free[d]), d))
+    return picked
 
 
 def tie_break(seed: int, dom: Domain) -> int:

@@ -26,6 +26,9 @@ EVENT_HINTS: dict[str, frozenset[str]] = {
     "NodeName": frozenset({"NodeAdd"}),
     "GangScheduling": frozenset({"PodAdd", "PodGroupAdd"}),
     "TopologyPlacementGenerator": frozenset({"PodDelete", "NodeAdd", "NodeUpdate"}),
+    # A matching pod placed or gone changes a domain's count either way (skew, affinity, anti-affinity).
+    "PodTopologySpread": frozenset({"PodAdd", "AssignedPodAdd", "PodDelete", "NodeAdd", "NodeUpdate"}),
+    "InterPodAffinity": frozenset({"PodAdd", "AssignedPodAdd", "PodDelete", "NodeAdd", "NodeUpdate"}),
 }
 
 

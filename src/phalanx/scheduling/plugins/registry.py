@@ -7,12 +7,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from phalanx.scheduling.plugins import (
+    inter_pod_affinity,
     node_affinity,
     node_name,
     node_ports,
     node_resources_balanced_allocation,
     node_resources_fit,
     node_unschedulable,
+    pod_topology_spread,
     taint_toleration,
 )
 
@@ -45,20 +47,20 @@ REGISTRY: dict[str, PluginEntry] = {
     node_resources_balanced_allocation.NAME: PluginEntry(
         node_resources_balanced_allocation.NodeResourcesBalancedAllocation, False, True
     ),
+    pod_topology_spread.NAME: PluginEntry(pod_topology_spread.PodTopologySpread, True, True),
+    inter_pod_affinity.NAME: PluginEntry(inter_pod_affinity.InterPodAffinity, True, True),
 }
 
 # Queue-sort, PreEnqueue and Permit plugins the engine implements in the queue and the PodGroup cycle.
 QUEUE_AND_GATE_PLUGINS = {"PrioritySort", "SchedulingGates", "GangScheduling"}
 
 # kube-scheduler plugins phalanx accepts in a configuration but does not model (no volumes or images in a
-# snapshot) or that arrive with later work (topology spread, inter-pod affinity, DRA, preemption).
+# snapshot) or that arrive with later work (DRA, preemption).
 NOT_MODELLED = {
     "VolumeRestrictions",
     "NodeVolumeLimits",
     "VolumeBinding",
     "VolumeZone",
-    "PodTopologySpread",
-    "InterPodAffinity",
     "DefaultPreemption",
     "ImageLocality",
     "DefaultBinder",
@@ -81,6 +83,8 @@ DEFAULT_PLUGINS: list[tuple[str, int]] = [
     (node_affinity.NAME, 2),
     (node_ports.NAME, 0),
     (node_resources_fit.NAME, 1),
+    (pod_topology_spread.NAME, 2),
+    (inter_pod_affinity.NAME, 2),
     (node_resources_balanced_allocation.NAME, 1),
     ("GangScheduling", 0),
 ]
