@@ -32,6 +32,8 @@ __all__ = [
     "Overhead",
     "OwnerReference",
     "Pod",
+    "PodAffinity",
+    "PodAffinityTerm",
     "PodCondition",
     "PodDisruptionBudget",
     "PodDisruptionBudgetSpec",
@@ -57,7 +59,9 @@ __all__ = [
     "Taint",
     "Toleration",
     "TopologyConstraint",
+    "TopologySpreadConstraint",
     "TypedLocalObjectReference",
+    "WeightedPodAffinityTerm",
     "Workload",
     "WorkloadPodGroupTemplateReference",
     "WorkloadSpec",
@@ -134,9 +138,42 @@ class NodeAffinity(_Model):
     preferred_during_scheduling_ignored_during_execution: list[PreferredSchedulingTerm] = []
 
 
+class PodAffinityTerm(_Model):
+    label_selector: LabelSelector | None = None
+    namespace_selector: LabelSelector | None = None
+    namespaces: list[str] = []
+    topology_key: str = ""
+    match_label_keys: list[str] = []
+    mismatch_label_keys: list[str] = []
+
+
+class WeightedPodAffinityTerm(_Model):
+    weight: int = 0
+    pod_affinity_term: PodAffinityTerm = msgspec.field(default_factory=PodAffinityTerm)
+
+
+class PodAffinity(_Model):
+    """``podAffinity`` or ``podAntiAffinity`` (the two have the same shape)."""
+
+    required_during_scheduling_ignored_during_execution: list[PodAffinityTerm] = []
+    preferred_during_scheduling_ignored_during_execution: list[WeightedPodAffinityTerm] = []
+
+
+class TopologySpreadConstraint(_Model):
+    max_skew: int = 0
+    topology_key: str = ""
+    when_unsatisfiable: str = ""
+    label_selector: LabelSelector | None = None
+    min_domains: int | None = None
+    node_affinity_policy: str | None = None
+    node_taints_policy: str | None = None
+    match_label_keys: list[str] = []
+
+
 class Affinity(_Model):
     node_affinity: NodeAffinity | None = None
-    # Inter-pod (anti-)affinity is kept as written until the InterPodAffinity plugin decodes it.
+    # Inter-pod (anti-)affinity is kept as written (validation reports its field paths); the InterPodAffinity plugin
+    # decodes it into PodAffinity.
     pod_affinity: dict[str, Any] | None = None
     pod_anti_affinity: dict[str, Any] | None = None
 
@@ -226,7 +263,7 @@ class PodSpec(_Model):
     host_network: bool = False
     scheduling_group: PodSchedulingGroup | None = None
     scheduling_gates: list[PodSchedulingGate] = []
-    # Kept as written for the topology and DRA plugins.
+    # Kept as written for validation and the DRA plugin; PodTopologySpread decodes TopologySpreadConstraint.
     topology_spread_constraints: list[dict[str, Any]] = []
     resource_claims: list[dict[str, Any]] = []
 

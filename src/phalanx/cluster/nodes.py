@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
@@ -17,7 +18,10 @@ import numpy.typing as npt
 from phalanx.api.models import Node, Taint
 from phalanx.cluster.resources import ResourceIndex, amount
 
-__all__ = ["HostPort", "LabelColumn", "NodeTable"]
+if TYPE_CHECKING:
+    from phalanx.cluster.pods import PodInfo
+
+__all__ = ["AffinityGroup", "HostPort", "LabelColumn", "NodeTable"]
 
 BoolArray = npt.NDArray[np.bool_]
 IntArray = npt.NDArray[np.int64]
@@ -58,6 +62,16 @@ class LabelColumn:
         return parsed[safe], has & ok[safe]
 
 
+@dataclass(slots=True)
+class AffinityGroup:
+    """Placed pods with the same namespace and inter-pod (anti-)affinity terms (``PodInfo.affinity_key``): the
+    InterPodAffinity plugin evaluates the terms of one of them and applies the verdict to every node holding one."""
+
+    pod: PodInfo
+    count: IntArray  # [N]: members on each node
+    total: int = 0
+
+
 @dataclass
 class NodeTable:
     """All nodes of the cluster as arrays. Built once per node set; usage arrays are mutated by assume/forget."""
@@ -84,6 +98,11 @@ class NodeTable:
     # those rows. ``changes_base`` is bumped when the log is cleared, which invalidates every cache.
     changes: list[int] = field(default_factory=list)
     changes_base: int = 0
+    # Set by ClusterState, for plugins that count pods per topology domain: the pods on each row (bound and
+    # assumed), and the placed pods that carry inter-pod (anti-)affinity grouped by their terms.
+    node_pods: list[dict[str, PodInfo]] = field(default_factory=list)
+    affinity_groups: dict[bytes, AffinityGroup] = field(default_factory=dict)
+    namespace_labels: dict[str, dict[str, str]] = field(default_factory=dict)  # Namespace objects, when given
 
     def touch(self, row: int) -> None:
         """Record that row ``row``'s usage changed."""

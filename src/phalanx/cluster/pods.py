@@ -41,6 +41,8 @@ class PodInfo:
     # resource columns and amounts (filled when the pod meets a node table)
     req_cols: npt.NDArray[np.intp]
     req_vals: npt.NDArray[np.int64]
+    # Pods with equal keys have the same inter-pod (anti-)affinity terms in the same namespace (None: no terms).
+    affinity_key: bytes | None = None
 
     @classmethod
     def of(cls, pod: Pod, priority: int) -> PodInfo:
@@ -80,6 +82,7 @@ class PodInfo:
             created=ts.timestamp() if ts is not None else _EPOCH,
             req_cols=np.zeros(0, dtype=np.intp),
             req_vals=np.zeros(0, dtype=np.int64),
+            affinity_key=_affinity_key(pod),
         )
 
     @property
@@ -107,6 +110,16 @@ class PodInfo:
     def sort_key(self) -> tuple[int, float, str]:
         """PrioritySort: higher priority first, then earlier creation; the key breaks remaining ties."""
         return (-self.priority, self.created, self.key)
+
+
+def _affinity_key(pod: Pod) -> bytes | None:
+    affinity = pod.spec.affinity
+    if affinity is None or not (affinity.pod_affinity or affinity.pod_anti_affinity):
+        return None
+    terms = msgspec.json.encode((affinity.pod_affinity, affinity.pod_anti_affinity))
+    # matchLabelKeys and mismatchLabelKeys read the pod's own labels, which then belong to the key.
+    labels = sorted(pod.metadata.labels.items()) if b"LabelKeys" in terms else None
+    return msgspec.json.encode((pod.metadata.namespace, labels)) + terms
 
 
 def _toleration_key(t: Toleration) -> tuple[str, str, str, str, int]:

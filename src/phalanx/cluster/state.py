@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from phalanx.api.models import Node
-from phalanx.cluster.nodes import NodeTable
+from phalanx.cluster.nodes import AffinityGroup, NodeTable
 from phalanx.cluster.pods import PodInfo
 from phalanx.cluster.resources import ResourceIndex
 
@@ -27,6 +27,7 @@ class ClusterState:
         self.assumed: set[str] = set()
         self.pods: dict[str, PodInfo] = {}  # pods that occupy a node
         self.node_pods: list[dict[str, PodInfo]] = [{} for _ in range(len(self.table))]  # row -> pods on it
+        self.table.node_pods = self.node_pods
 
     def attach(self, pi: PodInfo) -> None:
         """Give ``pi`` its resource columns in this table (adding columns for resources no node has)."""
@@ -60,6 +61,12 @@ class ClusterState:
         del self.pods[pi.key]
         del self.node_pods[node][pi.key]
         t = self.table
+        if pi.affinity_key is not None:
+            group = t.affinity_groups[pi.affinity_key]
+            group.count[node] -= 1
+            group.total -= 1
+            if group.total == 0:
+                del t.affinity_groups[pi.affinity_key]
         t.requested[node, pi.req_cols] -= pi.req_vals
         t.nonzero_requested[node, 0] -= pi.nonzero_cpu
         t.nonzero_requested[node, 1] -= pi.nonzero_memory
@@ -77,6 +84,12 @@ class ClusterState:
         self.pods[pi.key] = pi
         self.node_pods[node][pi.key] = pi
         t = self.table
+        if pi.affinity_key is not None:
+            group = t.affinity_groups.get(pi.affinity_key)
+            if group is None:
+                group = t.affinity_groups[pi.affinity_key] = AffinityGroup(pi, np.zeros(len(t), dtype=np.int64))
+            group.count[node] += 1
+            group.total += 1
         t.requested[node, pi.req_cols] += pi.req_vals
         t.nonzero_requested[node, 0] += pi.nonzero_cpu
         t.nonzero_requested[node, 1] += pi.nonzero_memory
