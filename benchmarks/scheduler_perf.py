@@ -12,12 +12,15 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
+import msgspec
 import numpy as np
 
 from phalanx.api.models import (
+    Affinity,
     Container,
     GangSchedulingPolicy,
     Node,
@@ -34,13 +37,18 @@ from phalanx.api.models import (
 from phalanx.scheduling.scheduler import Scheduler
 from phalanx.scheduling.snapshot import peak_rss_bytes
 
+ZONE = "topology.kubernetes.io/zone"
 POD_REQUESTS: dict[str, str | int | float] = {"cpu": "100m", "memory": "500Mi"}
 
 
-def make_nodes(n: int) -> list[Node]:
+def make_nodes(n: int, zones: Sequence[str] = ()) -> list[Node]:
+    """node-default; with ``zones``, labelNodePrepareStrategy's topology.kubernetes.io/zone values in turn."""
     return [
         Node(
-            metadata=ObjectMeta(name=f"node-{i:05d}", labels={"kubernetes.io/hostname": f"node-{i:05d}"}),
+            metadata=ObjectMeta(
+                name=f"node-{i:05d}",
+                labels={"kubernetes.io/hostname": f"node-{i:05d}"} | ({ZONE: zones[i % len(zones)]} if zones else {}),
+            ),
             status=NodeStatus(allocatable={"cpu": "4", "memory": "32Gi", "pods": "110"}),
         )
         for i in range(n)
@@ -57,6 +65,22 @@ def make_pod(name: str, group: str | None = None, ns: str = "default") -> Pod:
             scheduling_group=PodSchedulingGroup(pod_group_name=group) if group else None,
         ),
     )
+
+
+def with_terms(
+    pod: Pod,
+    labels: dict[str, str],
+    spread: list[dict[str, Any]] | None = None,
+    affinity: dict[str, Any] | None = None,
+) -> Pod:
+    """The pod with labels and raw topologySpreadConstraints or pod (anti-)affinity, as a template writes them."""
+    meta = msgspec.structs.replace(pod.metadata, labels=labels)
+    spec = msgspec.structs.replace(
+        pod.spec,
+        topology_spread_constraints=spread or [],
+        affinity=msgspec.convert(affinity, Affinity) if affinity else None,
+    )
+    return msgspec.structs.replace(pod, metadata=meta, spec=spec)
 
 
 def make_group(name: str, min_count: int, ns: str = "default") -> PodGroup:
@@ -110,10 +134,79 @@ def gang_scheduling(gangs: int, size: int, nodes: int = 5000) -> Result:
     )
 
 
+def _measure(name: str, s: Scheduler, measured: list[Pod]) -> Result:
+    for pod in measured:
+        s.add_pod(pod)
+    start = time.perf_counter()
+    s.stats.cycle_seconds.clear()
+    bound = s.run()
+    return Result(name, bound, time.perf_counter() - start, s.stats.cycle_seconds)
+
+
+def topology_spreading(nodes: int = 5000, init: int = 5000, measured: int = 5000) -> Result:
+    """TopologySpreading: init pods are pod-default; measured pods pod-with-topology-spreading (color=blue, zone
+    spread, maxSkew 5, DoNotSchedule) over nodes in 3 zones."""
+    spread = [
+        {
+            "maxSkew": 5,
+            "topologyKey": ZONE,
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": {"color": "blue"}},
+        }
+    ]
+    s = Scheduler()
+    s.load(make_nodes(nodes, ["moon-1", "moon-2", "moon-3"]), [make_pod(f"init-{i}") for i in range(init)])
+    s.run()
+    pods = [with_terms(make_pod(f"spreading-{i}"), {"color": "blue"}, spread=spread) for i in range(measured)]
+    return _measure(f"TopologySpreading {nodes}/{init}/{measured}", s, pods)
+
+
+def _pod_affinity_term(kind: str, labels: dict[str, str], key: str) -> dict[str, Any]:
+    term = {"labelSelector": {"matchLabels": labels}, "topologyKey": key, "namespaces": ["sched-1", "sched-0"]}
+    return {kind: {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+
+
+def pod_anti_affinity(nodes: int = 5000, init: int = 1000, measured: int = 2000) -> Result:
+    """SchedulingPodAntiAffinity: pod-with-pod-anti-affinity (color=green, required hostname anti-affinity to
+    color=green in sched-0 and sched-1), init pods in sched-0, measured pods in sched-1: one pod per node."""
+    labels = {"color": "green", "name": "test"}
+    affinity = _pod_affinity_term("podAntiAffinity", {"color": "green"}, "kubernetes.io/hostname")
+
+    def pod(name: str, ns: str) -> Pod:
+        return with_terms(make_pod(name, ns=ns), labels, affinity=affinity)
+
+    s = Scheduler()
+    s.load(make_nodes(nodes), [pod(f"init-{i}", "sched-0") for i in range(init)])
+    s.run()
+    return _measure(
+        f"SchedulingPodAntiAffinity {nodes}/{init}/{measured}", s, [pod(f"m-{i}", "sched-1") for i in range(measured)]
+    )
+
+
+def pod_affinity(nodes: int = 5000, init: int = 5000, measured: int = 5000) -> Result:
+    """SchedulingPodAffinity: pod-with-pod-affinity (foo="", required zone affinity to foo="" in sched-0 and
+    sched-1) over nodes all in zone1; init pods in sched-0, measured pods in sched-1."""
+    labels = {"foo": ""}
+    affinity = _pod_affinity_term("podAffinity", {"foo": ""}, ZONE)
+
+    def pod(name: str, ns: str) -> Pod:
+        return with_terms(make_pod(name, ns=ns), labels, affinity=affinity)
+
+    s = Scheduler()
+    s.load(make_nodes(nodes, ["zone1"]), [pod(f"init-{i}", "sched-0") for i in range(init)])
+    s.run()
+    return _measure(
+        f"SchedulingPodAffinity {nodes}/{init}/{measured}", s, [pod(f"m-{i}", "sched-1") for i in range(measured)]
+    )
+
+
 SHAPES: dict[str, Callable[[], Result]] = {
     "SchedulingBasic": scheduling_basic,
     "GangScheduling-1000x3": lambda: gang_scheduling(1000, 3),
     "GangScheduling-10x1000": lambda: gang_scheduling(10, 1000),
+    "TopologySpreading": topology_spreading,
+    "SchedulingPodAntiAffinity": pod_anti_affinity,
+    "SchedulingPodAffinity": pod_affinity,
 }
 
 
