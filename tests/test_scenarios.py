@@ -45,7 +45,7 @@ SCENARIO_DIR = Path(__file__).parent / "scenarios"
 
 _TOP_KEYS = {"name", "why", "objects", "config", "schedulerName", "xfail", "expect"}
 _REQUIRED = {"name", "why", "objects", "expect"}
-_EXPECT_KEYS = {"pods", "podGroups", "counts", "exactlyOneOf"}
+_EXPECT_KEYS = {"pods", "podGroups", "counts", "exactlyOneOf", "nodesUsed"}
 _POD_FIELDS = {"phase", "node", "reason", "message", "nominatedNode"}
 _GROUP_FIELDS = {"minCount", "scheduledPods", "condition"}
 _CONDITION_FIELDS = {"type", "status", "reason", "message"}
@@ -129,6 +129,11 @@ def load_scenario(path: Path) -> Scenario:
         not isinstance(one_of, list) or len(one_of) < 2 or not all(isinstance(s, list) and s for s in one_of)
     ):
         raise _fail(path, "expect.exactlyOneOf: must be a list of at least two non-empty lists of pod names")
+    used = expect.get("nodesUsed")
+    if used is not None:
+        _check_fields(path, "expect.nodesUsed", used, {"pods", "nodes"})
+        if not used.get("pods") or not isinstance(used.get("nodes"), list):
+            raise _fail(path, "expect.nodesUsed: needs a non-empty list of pods and a list of nodes")
     return Scenario(path, raw["name"], raw["why"], objects, config, raw.get("schedulerName"), xfail, expect)
 
 
@@ -178,6 +183,14 @@ def check_result(scenario: Scenario, result: dict[str, Any], run: str = "") -> N
                 problems.append(f"partial placement: {scheduled} of {members} are Scheduled")
         if len(full) != 1:
             problems.append(f"exactly one of {sets} should be fully Scheduled, got {full}")
+    if "nodesUsed" in expect:
+        used = expect["nodesUsed"]
+        for m in used["pods"]:
+            if _key(m) not in pods:
+                raise _fail(scenario.path, f"expect.nodesUsed names {m!r}, which is not a pod of the snapshot")
+        got = sorted({pods[_key(m)]["node"] for m in used["pods"]}, key=str)
+        if got != sorted(used["nodes"]):
+            problems.append(f"pods {used['pods']} are on nodes {got}, expected exactly {sorted(used['nodes'])}")
     if problems:
         where = f" [{run}]" if run else ""
         pytest.fail(f"{scenario.path.name} ({scenario.name}){where}:\n  " + "\n  ".join(problems), pytrace=False)
