@@ -76,6 +76,37 @@ class PodBuilder:
         self.spec["affinity"] = {"nodeAffinity": na}
         return self
 
+    def labels(self, **labels: str) -> PodBuilder:
+        self.d["metadata"].setdefault("labels", {}).update(labels)
+        return self
+
+    def owner(self, kind: str, name: str = "owner") -> PodBuilder:
+        ref = {"apiVersion": "apps/v1", "kind": kind, "name": name, "uid": name, "controller": True}
+        self.d["metadata"].setdefault("ownerReferences", []).append(ref)
+        return self
+
+    def spread(self, key: str, max_skew: int = 1, when: str = "DoNotSchedule", **extra: Any) -> PodBuilder:
+        """A topology spread constraint; ``extra`` holds the other fields in their API spelling (labelSelector...)."""
+        c = {"maxSkew": max_skew, "topologyKey": key, "whenUnsatisfiable": when, **extra}
+        self.spec.setdefault("topologySpreadConstraints", []).append(c)
+        return self
+
+    def pod_affinity(self, kind: str, key: str, weight: int = 0, **term: Any) -> PodBuilder:
+        """A podAffinity or podAntiAffinity term (``kind``), required unless ``weight`` is given; ``term`` holds its
+        other fields in their API spelling (labelSelector, namespaces, namespaceSelector, matchLabelKeys...)."""
+        body = {"topologyKey": key, **term}
+        section = self.spec.setdefault("affinity", {}).setdefault(kind, {})
+        if weight:
+            entry = {"weight": weight, "podAffinityTerm": body}
+            section.setdefault("preferredDuringSchedulingIgnoredDuringExecution", []).append(entry)
+        else:
+            section.setdefault("requiredDuringSchedulingIgnoredDuringExecution", []).append(body)
+        return self
+
+    def terminating(self) -> PodBuilder:
+        self.d["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+        return self
+
     def host_port(self, port: int, protocol: str = "TCP", host_ip: str = "") -> PodBuilder:
         p: dict[str, Any] = {"containerPort": port, "hostPort": port, "protocol": protocol}
         if host_ip:
