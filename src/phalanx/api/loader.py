@@ -31,6 +31,7 @@ _Loader: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 KINDS: dict[tuple[str, str], type[msgspec.Struct]] = {
     ("v1", "Node"): m.Node,
     ("v1", "Pod"): m.Pod,
+    ("v1", "Namespace"): m.Namespace,
     ("scheduling.k8s.io/v1", "PriorityClass"): m.PriorityClass,
     ("policy/v1", "PodDisruptionBudget"): m.PodDisruptionBudget,
     ("scheduling.k8s.io/v1alpha2", "Workload"): m.Workload,
@@ -58,6 +59,7 @@ class Inventory:
     workloads: list[m.Workload] = field(default_factory=list)
     pod_groups: list[m.PodGroup] = field(default_factory=list)
     runtime_classes: list[m.RuntimeClass] = field(default_factory=list)
+    namespaces: list[m.Namespace] = field(default_factory=list)
     sources: dict[int, Source] = field(default_factory=dict)
     texts: dict[str, str] = field(default_factory=dict)  # stdin's text, kept to locate lines
     trees: dict[str, list[yaml.Node]] = field(default_factory=dict)  # parsed once per file, only to locate lines
@@ -73,6 +75,7 @@ class Inventory:
         yield from self.workloads
         yield from self.pod_groups
         yield from self.runtime_classes
+        yield from self.namespaces
 
 
 _LISTS = {
@@ -83,6 +86,7 @@ _LISTS = {
     m.Workload: "workloads",
     m.PodGroup: "pod_groups",
     m.RuntimeClass: "runtime_classes",
+    m.Namespace: "namespaces",
 }
 
 

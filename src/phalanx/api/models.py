@@ -21,6 +21,7 @@ __all__ = [
     "GangSchedulingPolicy",
     "LabelSelector",
     "LabelSelectorRequirement",
+    "Namespace",
     "Node",
     "NodeAffinity",
     "NodeSelector",
@@ -211,6 +212,14 @@ class Node(_Model):
     metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
     spec: NodeSpec = msgspec.field(default_factory=NodeSpec)
     status: NodeStatus = msgspec.field(default_factory=NodeStatus)
+
+
+class Namespace(_Model):
+    """Only its labels matter: pod affinity terms select namespaces by label (namespaceSelector)."""
+
+    api_version: str = "v1"
+    kind: str = "Namespace"
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
 
 
 # --- pods ------------------------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from phalanx.api.admission import RuntimeClasses
 from phalanx.api.gcpause import paused_gc
-from phalanx.api.models import Node, Pod, PodGroup, PriorityClass, RuntimeClass
+from phalanx.api.models import Namespace, Node, Pod, PodGroup, PriorityClass, RuntimeClass
 from phalanx.api.priority import PriorityResolver
 from phalanx.cluster.pods import PodInfo, pod_key
 from phalanx.cluster.state import ClusterState
@@ -19,6 +19,7 @@ from phalanx.scheduling import outcome as o
 from phalanx.scheduling.config import SchedulerConfig, default_profile
 from phalanx.scheduling.cycle import schedule_pod, schedule_pod_group
 from phalanx.scheduling.framework import Code, Status
+from phalanx.scheduling.plugins.pod_selectors import NAMESPACE_NAME_LABEL
 from phalanx.scheduling.profile import Attempt, Profile
 from phalanx.scheduling.queue import SchedulingQueue
 
@@ -71,6 +72,7 @@ class Scheduler:
         pod_groups: Iterable[PodGroup] = (),
         priority_classes: Iterable[PriorityClass] = (),
         runtime_classes: Iterable[RuntimeClass] = (),
+        namespaces: Iterable[Namespace] = (),
     ) -> None:
         """Take a snapshot: nodes first, then groups, then pods (bound pods accounted, pending pods queued).
         Raises AdmissionError or UnknownPriorityClass for a pod the API server would not have admitted."""
@@ -78,6 +80,9 @@ class Scheduler:
             self.priorities = PriorityResolver(priority_classes)
             self.runtime_classes = RuntimeClasses(runtime_classes)
             self.state = ClusterState(list(nodes))
+            self.state.table.namespace_labels = {
+                ns.metadata.name: {**ns.metadata.labels, NAMESPACE_NAME_LABEL: ns.metadata.name} for ns in namespaces
+            }
             for pg in pod_groups:
                 self._add_group(pg)
             infos = [self._info(p) for p in pods]

@@ -59,7 +59,7 @@ def schedule_snapshot(
     sched = Scheduler(config, scheduler_name, seed)
     start = time.perf_counter()
     try:
-        sched.load(inv.nodes, inv.pods, inv.pod_groups, inv.priority_classes, inv.runtime_classes)
+        sched.load(inv.nodes, inv.pods, inv.pod_groups, inv.priority_classes, inv.runtime_classes, inv.namespaces)
     except (UnknownPriorityClass, AdmissionError) as exc:
         raise InputError([str(exc)]) from exc
     sched.run()

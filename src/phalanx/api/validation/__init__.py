@@ -12,9 +12,11 @@ from typing import Any
 import msgspec
 
 from phalanx.api import models as m
+from phalanx.api import names
 from phalanx.api.errors import FieldError, Problem
 from phalanx.api.gcpause import paused_gc
 from phalanx.api.loader import Inventory, problem_at
+from phalanx.api.validation.meta import validate_object_meta
 from phalanx.api.validation.node import validate_node
 from phalanx.api.validation.pod import validate_pod
 from phalanx.api.validation.pod_disruption_budget import validate_pod_disruption_budget
@@ -43,6 +45,7 @@ _VALIDATORS: dict[type[msgspec.Struct], Callable[[Any], list[FieldError]]] = {
     m.Workload: validate_workload,
     m.PodGroup: validate_pod_group,
     m.RuntimeClass: validate_runtime_class,
+    m.Namespace: lambda ns: validate_object_meta(ns.metadata, namespaced=False, name_check=names.check_dns_label),
 }
 
 
