@@ -22,12 +22,13 @@ from phalanx.api.models import PodAffinity
 from phalanx.cluster.nodes import AffinityGroup, NodeTable
 from phalanx.cluster.pods import PodInfo
 from phalanx.scheduling.framework import MAX_NODE_SCORE, BoolArray, CycleState, FilterPlugin, IntArray, ScorePlugin
-from phalanx.scheduling.plugins.pod_selectors import AffinityTerm, PodCounts, domain_totals
+from phalanx.scheduling.plugins.pod_selectors import AffinityTerm, PodCounts, domain_totals, node_totals
 
 NAME = "InterPodAffinity"
 REASON_AFFINITY = "node(s) didn't match pod affinity rules"
 REASON_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
 REASON_EXISTING_ANTI_AFFINITY = "node(s) didn't satisfy existing pods anti-affinity rules"
+_CACHED_PODS = 1 << 16
 
 
 @dataclass
@@ -91,6 +92,8 @@ class InterPodAffinity:
         if cached is not None and cached[0] is pi.pod:
             return cached[1]
         out = PodTerms.of(pi)
+        if len(self._terms) >= _CACHED_PODS:
+            self._terms.clear()  # pods come and go in a long simulation
         self._terms[pi.key] = (pi.pod, out)
         return out
 
@@ -144,12 +147,10 @@ class InterPodAffinity:
         populated = np.ones(len(nodes), dtype=bool)
         anywhere = False
         for t in required:
-            col = nodes.label(t.topology_key)
-            has = col.codes >= 0
             totals = domain_totals(nodes, t.topology_key, counts)
             anywhere |= bool(totals.any())
-            has_all &= has
-            populated &= has & (totals[np.where(has, col.codes, 0)] > 0)
+            has_all &= nodes.label(t.topology_key).codes >= 0
+            populated &= node_totals(nodes, t.topology_key, totals) > 0
         if not anywhere and all(t.matches(pod, nodes) for t in required):
             return has_all
         return populated
@@ -188,8 +189,7 @@ class InterPodAffinity:
             return None
         out = np.zeros(len(feasible), dtype=np.int64)
         for key, totals in by_key.items():
-            codes = nodes.label(key).codes[feasible]
-            out += np.where(codes >= 0, totals[np.where(codes >= 0, codes, 0)], 0)
+            out += node_totals(nodes, key, totals)[feasible]
         return out
 
     def normalize(self, scores: IntArray) -> IntArray:
@@ -204,10 +204,7 @@ class InterPodAffinity:
 
 def _in_domain_with(nodes: NodeTable, key: str, per_node: IntArray) -> BoolArray:
     """Nodes carrying label ``key`` whose domain holds at least one of the counted pods."""
-    col = nodes.label(key)
-    has = col.codes >= 0
-    totals = domain_totals(nodes, key, per_node)
-    return has & (totals[np.where(has, col.codes, 0)] > 0)
+    return node_totals(nodes, key, domain_totals(nodes, key, per_node)) > 0
 
 
 _f: FilterPlugin = InterPodAffinity()

@@ -11,7 +11,6 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-import msgspec
 import numpy as np
 
 from phalanx.api.models import LabelSelector, PodAffinityTerm
@@ -27,6 +26,7 @@ __all__ = [
     "Selector",
     "domain_totals",
     "namespace_labels",
+    "node_totals",
 ]
 
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"  # set by kube-apiserver on every Namespace
@@ -70,11 +70,6 @@ class Selector:
                 return False
         return True
 
-    def key(self) -> bytes:
-        if self.requirements is None:
-            return b"nothing"
-        return msgspec.json.encode([(k, op, sorted(v)) for k, op, v in self.requirements])
-
 
 def label_key_requirements(
     labels: Mapping[str, str], match_keys: Sequence[str], mismatch_keys: Sequence[str] = ()
@@ -112,11 +107,6 @@ class PodMatcher:
             return False
         return self.selector.matches(meta.labels)
 
-    def key(self) -> bytes:
-        return msgspec.json.encode(
-            (sorted(self.namespaces), self.namespace_selector.key(), self.selector.key(), self.skip_terminating)
-        )
-
 
 @dataclass(frozen=True, slots=True)
 class AffinityTerm:
@@ -144,51 +134,73 @@ def domain_totals(nodes: NodeTable, key: str, counts: IntArray, eligible: BoolAr
     """Per domain of topology ``key`` (its LabelColumn codes), the sum of ``counts`` over the ``eligible`` nodes
     that carry the label."""
     col = nodes.label(key)
-    take = col.codes >= 0 if eligible is None else eligible & (col.codes >= 0)
-    sums = np.bincount(col.codes[take], weights=counts[take], minlength=len(col.values))
-    return sums.astype(np.int64)
+    weights = counts if eligible is None else np.where(eligible, counts, 0)
+    # Shifting the codes by one sends nodes without the label (-1) to bin 0, which is dropped: no masking needed.
+    sums = np.bincount(col.codes + 1, weights=weights, minlength=len(col.values) + 1)
+    return sums[1:].astype(np.int64)
+
+
+def node_totals(nodes: NodeTable, key: str, totals: IntArray) -> IntArray:
+    """Each node's value of the per-domain ``totals`` of topology ``key``; 0 for nodes without the label."""
+    col = nodes.label(key)
+    return np.concatenate((np.zeros(1, dtype=np.int64), totals))[col.codes + 1]
+
+
+@dataclass(slots=True)
+class _Counts:
+    table: NodeTable  # held, so a new table (a new snapshot) is never mistaken for this one
+    values: IntArray
+    base: int
+    generation: int
+    pos: int  # how much of the table's change log ``values`` reflects
+
+    def current(self, nodes: NodeTable) -> bool:
+        return (
+            self.table is nodes
+            and self.base == nodes.changes_base
+            and self.generation == nodes.generation
+            and len(self.values) == len(nodes)
+        )
 
 
 class PodCounts:
     """Per node, the number of placed pods (bound and assumed) each matcher matches, cached per matcher."""
 
     def __init__(self) -> None:
-        self._entries: OrderedDict[bytes, tuple[IntArray, int, int, int]] = OrderedDict()
+        self._entries: OrderedDict[tuple[PodMatcher, ...], _Counts] = OrderedDict()
 
     def counts(self, nodes: NodeTable, matchers: Sequence[PodMatcher]) -> IntArray:
-        """Pods matching every one of ``matchers`` (an empty list counts nothing)."""
+        """Pods matching every one of ``matchers`` (an empty list counts nothing). The array is the cache's own:
+        read it before the next call."""
         if not matchers:
             return np.zeros(len(nodes), dtype=np.int64)
-        key = b"&".join(m.key() for m in matchers)
+        key = tuple(matchers)
         entry = self._entries.get(key)
         log = nodes.changes
-        if (
-            entry is None
-            or entry[1] != nodes.changes_base
-            or entry[2] != nodes.generation
-            or len(entry[0]) != len(nodes)
-        ):
-            values = self._full(nodes, matchers)
-        else:
-            values, pos = entry[0], entry[3]
-            if pos < len(log):
-                dirty = set(log[pos:])
-                if len(dirty) * 4 > len(nodes):
-                    values = self._full(nodes, matchers)
-                else:
-                    pods = nodes.node_pods
-                    for row in dirty:
-                        values[row] = sum(1 for pi in pods[row].values() if all(m.matches(pi, nodes) for m in matchers))
-        self._entries[key] = (values, nodes.changes_base, nodes.generation, len(log))
+        if entry is None or not entry.current(nodes):
+            entry = _Counts(nodes, self._recount(nodes, matchers, range(len(nodes))), 0, 0, 0)
+            self._entries[key] = entry
+            if len(self._entries) > _CACHED_SELECTORS:
+                self._entries.popitem(last=False)
+        elif entry.pos < len(log):
+            dirty = set(log[entry.pos :])
+            if len(dirty) * 4 > len(nodes):
+                entry.values = self._recount(nodes, matchers, range(len(nodes)))
+            else:
+                rows = sorted(dirty)
+                entry.values[rows] = self._recount(nodes, matchers, rows)
+        entry.base, entry.generation, entry.pos = nodes.changes_base, nodes.generation, len(log)
         self._entries.move_to_end(key)
-        if len(self._entries) > _CACHED_SELECTORS:
-            self._entries.popitem(last=False)
-        return values
+        return entry.values
 
     @staticmethod
-    def _full(nodes: NodeTable, matchers: Sequence[PodMatcher]) -> IntArray:
-        values = np.zeros(len(nodes), dtype=np.int64)
-        for row, pods in enumerate(nodes.node_pods[: len(nodes)]):
+    def _recount(nodes: NodeTable, matchers: Sequence[PodMatcher], rows: Sequence[int]) -> IntArray:
+        out = np.zeros(len(rows), dtype=np.int64)
+        node_pods = nodes.node_pods
+        if len(node_pods) < len(nodes):
+            return out  # a table without ClusterState: no pods anywhere
+        for i, row in enumerate(rows):
+            pods = node_pods[row]
             if pods:
-                values[row] = sum(1 for pi in pods.values() if all(m.matches(pi, nodes) for m in matchers))
-        return values
+                out[i] = sum(1 for pi in pods.values() if all(m.matches(pi, nodes) for m in matchers))
+        return out

@@ -23,7 +23,14 @@ from phalanx.cluster.nodes import NodeTable
 from phalanx.cluster.pods import PodInfo
 from phalanx.scheduling.framework import MAX_NODE_SCORE, BoolArray, CycleState, FilterPlugin, IntArray, ScorePlugin
 from phalanx.scheduling.plugins.node_affinity import terms_mask
-from phalanx.scheduling.plugins.pod_selectors import PodCounts, PodMatcher, Selector, label_key_requirements
+from phalanx.scheduling.plugins.pod_selectors import (
+    PodCounts,
+    PodMatcher,
+    Selector,
+    domain_totals,
+    label_key_requirements,
+    node_totals,
+)
 from phalanx.scheduling.plugins.taint_toleration import tolerates
 
 NAME = "PodTopologySpread"
@@ -33,6 +40,8 @@ HOSTNAME = "kubernetes.io/hostname"
 ZONE = "topology.kubernetes.io/zone"
 # Workload kinds whose pods get the cluster-level default constraints (kube-scheduler also counts Services).
 DEFAULTED_OWNERS = frozenset({"ReplicaSet", "StatefulSet", "ReplicationController"})
+_COMPILED_CACHE = 4096
+_PARSED_CACHE = 1 << 16
 SYSTEM_DEFAULTS = (
     TopologySpreadConstraint(max_skew=3, topology_key=HOSTNAME, when_unsatisfiable="ScheduleAnyway"),
     TopologySpreadConstraint(max_skew=5, topology_key=ZONE, when_unsatisfiable="ScheduleAnyway"),
@@ -102,7 +111,8 @@ class PodTopologySpread:
             SYSTEM_DEFAULTS if self.system_defaulted else args.default_constraints
         )
         self._counts = PodCounts()
-        self._parsed: dict[str, tuple[Pod, PodConstraints]] = {}
+        self._parsed: dict[str, tuple[Pod, PodConstraints]] = {}  # per pod, for its Filter and Score
+        self._compiled: dict[bytes, PodConstraints] = {}  # per distinct (namespace, labels, constraints, owned)
 
     def constraints(self, pi: PodInfo) -> PodConstraints:
         """The pod's own constraints, or the cluster defaults for a pod a workload controller owns."""
@@ -110,21 +120,31 @@ class PodTopologySpread:
         if cached is not None and cached[0] is pi.pod:
             return cached[1]
         pod = pi.pod
+        meta, raw = pod.metadata, pod.spec.topology_spread_constraints
+        owned = any(ref.controller and ref.kind in DEFAULTED_OWNERS for ref in meta.owner_references)
+        content = msgspec.json.encode((meta.namespace, meta.labels, raw, owned))
+        out = self._compiled.get(content)
+        if out is None:
+            if len(self._compiled) >= _COMPILED_CACHE:
+                self._compiled.clear()
+            out = self._compiled[content] = self._compile(pod, owned)
+        if len(self._parsed) >= _PARSED_CACHE:
+            self._parsed.clear()  # pods come and go in a long simulation
+        self._parsed[pi.key] = (pod, out)
+        return out
+
+    def _compile(self, pod: Pod, owned: bool) -> PodConstraints:
         try:
             own = msgspec.convert(pod.spec.topology_spread_constraints, list[TopologySpreadConstraint])
         except msgspec.ValidationError:
             own = []  # validation reports it; an engine fed unvalidated objects ignores what it cannot read
         if own:
-            out = PodConstraints(tuple(compile_constraint(c, pod, c.label_selector) for c in own), True)
-        else:
-            out = PodConstraints(tuple(self._defaults(pod)), False)
-        self._parsed[pi.key] = (pod, out)
-        return out
+            return PodConstraints(tuple(compile_constraint(c, pod, c.label_selector) for c in own), True)
+        return PodConstraints(tuple(self._defaults(pod, owned)), False)
 
-    def _defaults(self, pod: Pod) -> list[Constraint]:
+    def _defaults(self, pod: Pod, owned: bool) -> list[Constraint]:
         # kube-scheduler selects the pods of the same Services/ReplicaSets/StatefulSets/ReplicationControllers; a
         # snapshot has no such objects, so the pod's own labels stand for its owner's selector.
-        owned = any(ref.controller and ref.kind in DEFAULTED_OWNERS for ref in pod.metadata.owner_references)
         if not owned or not pod.metadata.labels or not self.defaults:
             return []
         selector = LabelSelector(match_labels=dict(pod.metadata.labels))
@@ -264,18 +284,16 @@ def _has_all_keys(nodes: NodeTable, constraints: Sequence[Constraint]) -> BoolAr
 def _within_skew(c: Constraint, nodes: NodeTable, counts: IntArray, eligible: BoolArray) -> BoolArray:
     """Nodes where matching pods in the domain + self-match - global minimum <= maxSkew. Domains are the label
     values of eligible nodes; with fewer than minDomains of them the global minimum is 0."""
-    col = nodes.label(c.topology_key)
-    has = col.codes >= 0
-    take = eligible & has
-    totals = np.bincount(col.codes[take], weights=counts[take], minlength=len(col.values)).astype(np.int64)
-    present = np.bincount(col.codes[take], minlength=len(col.values)) > 0
+    has = nodes.label(c.topology_key).codes >= 0
+    totals = domain_totals(nodes, c.topology_key, counts, eligible)
+    present = domain_totals(nodes, c.topology_key, eligible.astype(np.int64)) > 0
     domains = int(present.sum())
     if domains == 0:
         return has  # no eligible domain: the minimum is unbounded and every labelled node passes
     minimum = int(totals[present].min())
     if c.min_domains is not None and domains < c.min_domains:
         minimum = 0
-    matching = totals[np.where(has, col.codes, 0)]
+    matching = node_totals(nodes, c.topology_key, totals)
     return has & (matching + int(c.self_match) - minimum <= c.max_skew)
 
 
