@@ -1,0 +1,103 @@
+"""The guard's decisions as events: one JSON object per line (schema in docs/guard-events.schema.json), written
+as they happen, counted for the end-of-run summary, and announced on stderr when something is blocked."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import IO, Literal
+
+from phalanx.guard.procinfo import ProcessRef
+
+Verdict = Literal["allow", "deny", "audit"]
+Kind = Literal["dns", "connect", "sendmsg", "packet"]
+PROTOCOLS = {6: "tcp", 17: "udp", 1: "icmp", 58: "icmpv6"}
+
+
+@dataclass(frozen=True)
+class Event:
+    time: float  # unix seconds
+    verdict: Verdict
+    rule: str
+    kind: Kind
+    name: str | None
+    addresses: tuple[str, ...]
+    port: int | None
+    protocol: str
+    pid: int | None
+    cmdline: tuple[str, ...]
+    parents: tuple[ProcessRef, ...] = ()
+    comm: str = ""
+    qtype: str | None = None
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "time": datetime.fromtimestamp(self.time, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+            "verdict": self.verdict,
+            "rule": self.rule,
+            "kind": self.kind,
+            "name": self.name,
+            "addresses": list(self.addresses),
+            "port": self.port,
+            "protocol": self.protocol,
+            "pid": self.pid,
+            "cmdline": list(self.cmdline),
+            "parents": [p.to_json() for p in self.parents],
+            "comm": self.comm,
+            "qtype": self.qtype,
+        }
+
+    def target(self) -> str:
+        what = self.name or ",".join(self.addresses) or "?"
+        return f"{what}:{self.port}" if self.port and self.kind != "dns" else what
+
+    def chain(self) -> str:
+        """`deploy.sh -> install-tools.sh -> curl https://github.com/...` (the guarded command first)."""
+        parts = [_short(p.cmdline) for p in self.parents] + [_short(self.cmdline, full=True)]
+        return " -> ".join(parts)
+
+
+def _short(argv: tuple[str, ...], full: bool = False) -> str:
+    if not argv:
+        return "?"
+    if full:
+        return " ".join(argv)[:200]
+    # For a script run by an interpreter, the script is the interesting part.
+    name = argv[1] if len(argv) > 1 and argv[0].rsplit("/", 1)[-1] in {"sh", "bash", "dash", "python3"} else argv[0]
+    return name.rsplit("/", 1)[-1]
+
+
+@dataclass
+class EventSink:
+    """Where events go: the --events file, the summary counters, and a line on stderr for each block."""
+
+    out: IO[str] | None = None
+    stderr: IO[str] = field(default_factory=lambda: sys.stderr)
+    quiet: bool = False
+    counts: Counter[tuple[str, str, str]] = field(default_factory=Counter)  # (verdict, kind, target)
+    total: int = 0
+
+    def emit(self, event: Event) -> None:
+        self.total += 1
+        self.counts[(event.verdict, event.kind, event.target())] += 1
+        if self.out is not None:
+            self.out.write(json.dumps(event.to_json(), separators=(",", ":")) + "\n")
+        if not self.quiet and event.verdict != "allow" and self.counts[(event.verdict, event.kind, event.target())] == 1:
+            word = "blocked" if event.verdict == "deny" else "would block"
+            self.stderr.write(
+                f"phalanx guard: {word} {event.kind} {event.target()} ({event.rule}) "
+                f"for pid {event.pid}: {event.chain()}\n"
+            )
+            self.stderr.flush()
+
+    def flush(self) -> None:
+        if self.out is not None:
+            self.out.flush()
+
+
+def now() -> float:
+    return time.time()

@@ -1,0 +1,297 @@
+"""Runs one guarded command: preflight checks, the run's cgroup, the DNS proxy, the eBPF programs and their
+maps, the reaper, then the command itself; waits for it while serving DNS and events, and tears everything down
+in reverse on every path. The guard and its proxy stay outside the guarded cgroup."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import ipaddress
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+
+from phalanx.guard import cgroup, procinfo, reaper
+from phalanx.guard.abi import (
+    HOOK_CONNECT,
+    HOOK_EGRESS,
+    RULE_LEARNED,
+    VERDICT_ALLOW,
+    VERDICT_AUDIT,
+    GuardConfig,
+    GuardEvent,
+)
+from phalanx.guard.errors import CgroupError, CommandStartError, GuardError, NotSupportedError
+from phalanx.guard.events import PROTOCOLS, Event, EventSink, Kind, Verdict
+from phalanx.guard.libbpf import SAMPLE_FN, Libbpf
+from phalanx.guard.loader import Programs, load_and_attach
+from phalanx.guard.maps import IPAddress, PolicyMaps
+from phalanx.guard.policy import Decision, Policy, parse_upstream
+from phalanx.guard.proxy import DnsProxy, Who
+
+TTL_FLOOR_S = 60.0  # short TTLs would expire an address between the answer and a slow script's connect
+TTL_GRACE_S = 30.0
+FAULT_ENV = "PHALANX_GUARD_FAULT"  # test-only fault injection: "proxy-crash-after=N"
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    command: tuple[str, ...]
+    policy: Policy
+    events_path: Path | None = None
+    quiet: bool = False
+    report_allowed: bool = True
+
+
+def preflight() -> Path:
+    """Refuse early, with the reason and the fix, when this machine cannot guard; return the cgroup v2 root."""
+    if os.geteuid() != 0:
+        raise NotSupportedError(
+            "the guard needs root (to create a cgroup and attach eBPF programs to it); run it with sudo"
+        )
+    root = cgroup.find_root()
+    if cgroup.own_cgroup().strip("/").startswith(cgroup.PARENT):
+        raise NotSupportedError(
+            "the guard is itself running inside a guarded cgroup; nested guards would put the proxy under guard"
+        )
+    return root
+
+
+def system_upstreams(resolv_conf: Path = Path("/etc/resolv.conf")) -> list[tuple[str, int]]:
+    try:
+        lines = resolv_conf.read_text().splitlines()
+    except OSError:
+        return []
+    return [(f.split()[1], 53) for f in lines if f.startswith("nameserver") and len(f.split()) > 1]
+
+
+def _ip4_be(text: str) -> int:
+    return int.from_bytes(socket.inet_aton(text), "little")  # network order, as a native u32 holds it
+
+
+def _port_be(port: int) -> int:
+    return int.from_bytes(port.to_bytes(2, "big"), "little")
+
+
+def _has_ipv6_loopback() -> bool:
+    try:
+        with socket.socket(socket.AF_INET6, socket.SOCK_DGRAM) as s:
+            s.bind(("::1", 0))
+        return True
+    except OSError:
+        return False
+
+
+def _fault_crash_after() -> int | None:
+    spec = os.environ.get(FAULT_ENV, "")
+    if spec.startswith("proxy-crash-after="):
+        return int(spec.partition("=")[2])
+    return None
+
+
+def _exit_code(returncode: int) -> int:
+    return 128 - returncode if returncode < 0 else returncode
+
+
+class _Run:
+    """State of one guarded run, alive for the duration of the asyncio loop."""
+
+    def __init__(self, options: RunOptions, lib: Libbpf, cg: cgroup.RunCgroup, sink: EventSink) -> None:
+        self.options = options
+        self.policy = options.policy
+        self.lib = lib
+        self.cg = cg
+        self.sink = sink
+        self.maps: PolicyMaps | None = None
+        self.names: dict[str, str] = {}  # address -> the name it was learned from, to name connect events
+        self.stop_pids = frozenset({os.getpid()})
+        self.rb = 0
+        self._sample_cb = SAMPLE_FN(self._on_sample)
+
+    # ---- attribution and learning, called by the proxy ------------------------------------------------------
+
+    def attribute(self, protocol: int, port: int) -> Who | None:
+        owner = self.maps.client(protocol, port) if self.maps is not None else None
+        if owner is None:
+            return None
+        argv, parents = procinfo.snapshot(owner.pid, self.stop_pids, fallback=owner.comm)
+        return Who(owner.pid, owner.comm, argv, parents)
+
+    def learn(self, name: str, addrs: list[tuple[IPAddress, int]], decision: Decision) -> None:
+        if self.maps is None:
+            return
+        for addr, ttl in addrs:
+            self.names[str(addr)] = name
+            if not decision.allowed:
+                self.maps.put_cidr("deny", ipaddress.ip_network(addr), decision.rule_id)
+            elif self.policy.strict:
+                self.maps.learn(addr, decision.rule_id or RULE_LEARNED, max(ttl, TTL_FLOOR_S) + TTL_GRACE_S)
+
+    # ---- kernel events --------------------------------------------------------------------------------------
+
+    def _on_sample(self, _ctx: int, data: int, size: int) -> int:
+        try:
+            raw = GuardEvent.from_buffer_copy(ctypes.string_at(data, min(size, ctypes.sizeof(GuardEvent))))
+            self.sink.emit(self._event(raw))
+        except Exception as exc:  # an exception must not unwind through libbpf's C frames
+            print(f"phalanx guard: dropped a kernel event: {exc!r}", file=sys.stderr)
+        return 0
+
+    def _event(self, raw: GuardEvent) -> Event:
+        addr: IPAddress = (
+            ipaddress.IPv4Address(bytes(raw.addr[:4])) if raw.family == 4 else ipaddress.IPv6Address(bytes(raw.addr))
+        )
+        if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
+            addr = addr.ipv4_mapped
+        verdict: Verdict = "allow" if raw.verdict == VERDICT_ALLOW else "audit" if raw.verdict == VERDICT_AUDIT else "deny"
+        kind: Kind = "connect" if raw.hook == HOOK_CONNECT else "packet" if raw.hook == HOOK_EGRESS else "sendmsg"
+        comm = raw.comm.decode(errors="replace")
+        pid = int(raw.pid)
+        argv, parents = procinfo.snapshot(
+            pid, self.stop_pids, procinfo.split_args(bytes(raw.args)), int(raw.ppid), comm
+        ) if pid else ((), ())
+        return Event(
+            time=procinfo_time(raw.ts_ns),
+            verdict=verdict,
+            rule=self.policy.rule_text(raw.rule),
+            kind=kind,
+            name=self.names.get(str(addr)),
+            addresses=(str(addr),),
+            port=int.from_bytes(int(raw.port).to_bytes(2, "little"), "big") or None,
+            protocol=PROTOCOLS.get(raw.protocol, str(raw.protocol)),
+            pid=pid or None,
+            cmdline=argv,
+            parents=parents,
+            comm=comm,
+        )
+
+    def drain(self) -> None:
+        if self.rb:
+            self.lib.call("ring_buffer__consume", self.rb)
+
+    # ---- the run --------------------------------------------------------------------------------------------
+
+    async def _setup(self, proxy: DnsProxy) -> Programs:
+        loop = asyncio.get_running_loop()
+        port = await proxy.start(v6=_has_ipv6_loopback())
+        config = GuardConfig(
+            proxy_ip4=_ip4_be("127.0.0.1"),
+            proxy_port=_port_be(port),
+            audit=int(self.policy.mode == "audit"),
+            strict=int(self.policy.strict),
+            allow_loopback=int(self.policy.allow_loopback),
+            report_allowed=int(self.options.report_allowed),
+            proxy_v6=int(_has_ipv6_loopback()),
+        )
+        cg_fd = self.cg.open_fd()
+        try:
+            programs = load_and_attach(self.lib, config, cg_fd)
+        finally:
+            os.close(cg_fd)  # the links hold the cgroup now
+        for note in programs.fallback_log:
+            print(f"phalanx guard: {note}", file=sys.stderr)
+        self.maps = PolicyMaps(self.lib, programs.map_fds)
+        for net in self.policy.deny_cidrs:
+            self.maps.put_cidr("deny", net, self.policy.rule_id(f"deny cidr {net}"))
+        for net in self.policy.allow_cidrs:
+            self.maps.put_cidr("allow", net, self.policy.rule_id(f"allow cidr {net}"))
+        # Resolve exact denied names now, so /etc/hosts, --resolve and hard-coded copies of their addresses fail.
+        for rule in self.policy.deny_names:
+            if not rule.pattern.startswith("*."):
+                decision = self.policy.decide_name(rule.pattern)
+                addrs = await proxy.resolve(rule.pattern)
+                self.learn(rule.pattern, [(a, 0) for a in addrs], decision)
+        self.rb = self.lib.call("ring_buffer__new", programs.map_fds["events"], self._sample_cb, None, None) or 0
+        if not self.rb:
+            raise GuardError("creating the event ring buffer failed")
+        loop.add_reader(self.lib.call("ring_buffer__epoll_fd", self.rb), self.drain)
+        return programs
+
+    def _spawn(self) -> subprocess.Popen[bytes]:
+        try:
+            return subprocess.Popen(self.options.command, preexec_fn=partial(cgroup.join, self.cg.procs), process_group=0)
+        except FileNotFoundError as exc:
+            raise CommandStartError(f"cannot start {self.options.command[0]!r}: command not found", 127) from exc
+        except PermissionError as exc:
+            raise CommandStartError(f"cannot start {self.options.command[0]!r}: permission denied", 126) from exc
+        except subprocess.SubprocessError as exc:
+            raise CgroupError(f"cannot move the command into its cgroup {self.cg.path}: {exc}") from exc
+
+    async def main(self) -> int:
+        loop = asyncio.get_running_loop()
+        upstreams = [parse_upstream(u) for u in self.policy.upstreams] or system_upstreams()
+        proxy = DnsProxy(
+            self.policy, upstreams, self.sink, attribute=self.attribute, learn=self.learn,
+            crash_after=_fault_crash_after(),
+        )
+        programs: Programs | None = None
+        guard_reaper: reaper.Reaper | None = None
+        try:
+            programs = await self._setup(proxy)
+            link_fds = [self.lib.call("bpf_link__fd", link) for link in programs.links]
+            guard_reaper = reaper.start(self.cg.path, link_fds)
+            proc = self._spawn()
+            exited: asyncio.Future[None] = loop.create_future()
+            pidfd = os.pidfd_open(proc.pid)
+            loop.add_reader(pidfd, lambda: exited.done() or exited.set_result(None))
+            for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+                loop.add_signal_handler(sig, partial(_forward, proc.pid, sig))
+            assert proxy.failed is not None
+            await asyncio.wait([exited, proxy.failed], return_when=asyncio.FIRST_COMPLETED)
+            loop.remove_reader(pidfd)
+            os.close(pidfd)
+            if proxy.failed.done():
+                self.cg.kill()
+                proc.wait(timeout=10)
+                raise proxy.failed.result()
+            code = _exit_code(proc.wait())
+            # Anything the command left running (daemons) would run on unguarded: stop it with the run.
+            self.cg.kill()
+            await asyncio.sleep(0)
+            self.drain()
+            return code
+        finally:
+            for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+                loop.remove_signal_handler(sig)
+            proxy.close()
+            if self.rb:
+                with contextlib.suppress(Exception):
+                    loop.remove_reader(self.lib.call("ring_buffer__epoll_fd", self.rb))
+                self.drain()
+                self.lib.call("ring_buffer__free", self.rb)
+                self.rb = 0
+            self.cg.remove()
+            if programs is not None:
+                programs.close()
+            if guard_reaper is not None:
+                guard_reaper.stop()
+
+
+def _forward(pid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, sig)
+
+
+def procinfo_time(ts_ns: int) -> float:
+    """Kernel monotonic nanoseconds -> unix seconds."""
+    return time.time() - (time.monotonic_ns() - ts_ns) / 1e9
+
+
+def run(options: RunOptions, sink: EventSink) -> int:
+    """Run the command under guard; returns its exit code (128+N if killed by signal N). Raises GuardError."""
+    root = preflight()
+    for stale in cgroup.sweep_stale(root):
+        print(f"phalanx guard: removed the stale cgroup of a dead guard: {stale}", file=sys.stderr)
+    lib = Libbpf()
+    cg = cgroup.create_run(root)
+    try:
+        return asyncio.run(_Run(options, lib, cg, sink).main())
+    finally:
+        cg.remove()
