@@ -66,9 +66,13 @@ def _short(argv: tuple[str, ...], full: bool = False) -> str:
         return "?"
     if full:
         return " ".join(argv)[:200]
-    # For a script run by an interpreter, the script is the interesting part.
-    name = argv[1] if len(argv) > 1 and argv[0].rsplit("/", 1)[-1] in {"sh", "bash", "dash", "python3"} else argv[0]
-    return name.rsplit("/", 1)[-1]
+    # For a script run by an interpreter, the script is the interesting part; `sh -c '...'` shows its code.
+    prog = argv[0].rsplit("/", 1)[-1]
+    if len(argv) > 1 and prog in {"sh", "bash", "dash", "python3", "python"}:
+        if argv[1].startswith("-"):
+            return " ".join([prog, *argv[1:]])[:60]
+        return argv[1].rsplit("/", 1)[-1]
+    return prog
 
 
 @dataclass

@@ -161,6 +161,7 @@ static __always_inline int enforce_sock(__u64 cookie, __u8 hook, __u8 verdict, _
 		emit_sock_event(cookie, hook, verdict, rule, family, protocol, addr, port);
 	if (verdict == VERDICT_DENY)
 		return 0;
-	remember_owner(cookie, OWNER_ALLOWED);
+	/* An audited connect was reported here: the egress program must not report its packets again. */
+	remember_owner(cookie, verdict == VERDICT_AUDIT ? OWNER_ALLOWED | OWNER_REPORTED : OWNER_ALLOWED);
 	return 1;
 }
