@@ -219,10 +219,10 @@ class _Run:
             return subprocess.Popen(self.options.command, preexec_fn=partial(cgroup.join, self.cg.procs), process_group=0)
         except FileNotFoundError as exc:
             raise CommandStartError(f"cannot start {self.options.command[0]!r}: command not found", 127) from exc
-        except PermissionError as exc:
-            raise CommandStartError(f"cannot start {self.options.command[0]!r}: permission denied", 126) from exc
         except subprocess.SubprocessError as exc:
             raise CgroupError(f"cannot move the command into its cgroup {self.cg.path}: {exc}") from exc
+        except OSError as exc:  # not executable, not a program: what a shell reports as 126
+            raise CommandStartError(f"cannot start {self.options.command[0]!r}: {exc.strerror}", 126) from exc
 
     async def main(self) -> int:
         loop = asyncio.get_running_loop()
