@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from fakenet import FakeDns, FakeHttp
 
 from phalanx.guard.errors import NotSupportedError
-from fakenet import FakeDns, FakeHttp
 
 PHALANX = [sys.executable, "-m", "phalanx"]
 RUN_TIMEOUT_S = 60

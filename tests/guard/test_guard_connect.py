@@ -73,7 +73,7 @@ def test_unconnected_udp_to_a_denied_address_is_refused(guard, net: Net) -> None
         f"try: s.sendto(b'x',('{DENIED_IP}',9)); print('sent')\\n"
         "except PermissionError: print('EPERM')"
     )
-    r = guard(f"printf \"{code}\" | python3", "--deny", DENIED_IP)
+    r = guard(f'printf "{code}" | python3', "--deny", DENIED_IP)
     assert "EPERM" in r.stdout, r.stdout + r.stderr
     assert denied(r.events, "sendmsg")[0]["protocol"] == "udp"
 
@@ -104,7 +104,11 @@ def test_processes_outside_the_cgroup_are_unaffected(net: Net, tmp_path: Path) -
 
     require_guard_support()
     started = tmp_path / "started"
-    cmd = [*guard_args(net, "--deny", "denied.test", "--deny", DENIED_IP), "--", *confined(net, f"touch {started}; sleep 3")]
+    cmd = [
+        *guard_args(net, "--deny", "denied.test", "--deny", DENIED_IP),
+        "--",
+        *confined(net, f"touch {started}; sleep 3"),
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 20

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from conftest import OTHER_DNS, Net, denied
 
+DIG = f"dig +time=2 +tries=1 @{OTHER_DNS}"
+
 
 def test_allowed_name_works_and_is_recorded(guard, net: Net) -> None:
     r = guard(f"curl -sS -m 5 {net.url('allowed.test')}")
@@ -43,8 +45,7 @@ def test_audit_mode_blocks_nothing_and_records_everything(guard, net: Net) -> No
 
 
 def test_query_to_another_dns_server_is_redirected_udp_and_tcp(guard, net: Net) -> None:
-    script = f"dig +short +time=2 +tries=1 @{OTHER_DNS} allowed.test; dig +tcp +short +time=2 +tries=1 @{OTHER_DNS} allowed.test"
-    r = guard(script)
+    r = guard(f"{DIG} +short allowed.test; {DIG} +tcp +short allowed.test")
     assert r.stdout.split() == ["127.0.0.10", "127.0.0.10"], r.stderr
     protocols = {e["protocol"] for e in r.events if e["kind"] == "dns"}
     assert protocols == {"udp", "tcp"}
@@ -52,13 +53,13 @@ def test_query_to_another_dns_server_is_redirected_udp_and_tcp(guard, net: Net) 
 
 
 def test_denied_name_over_tcp_gets_nxdomain(guard, net: Net) -> None:
-    r = guard(f"dig +tcp +time=2 +tries=1 @{OTHER_DNS} denied.test", "--deny", "denied.test")
+    r = guard(f"{DIG} +tcp denied.test", "--deny", "denied.test")
     assert "status: NXDOMAIN" in r.stdout
     assert denied(r.events, "dns")[0]["protocol"] == "tcp"
 
 
 def test_edns_is_passed_through(guard, net: Net) -> None:
-    r = guard(f"dig +edns=0 +time=2 +tries=1 @{OTHER_DNS} allowed.test; dig +edns=0 +time=2 +tries=1 @{OTHER_DNS} denied.test", "--deny", "denied.test")
+    r = guard(f"{DIG} +edns=0 allowed.test; {DIG} +edns=0 denied.test", "--deny", "denied.test")
     assert r.stdout.count("OPT PSEUDOSECTION") == 2, r.stdout
 
 
@@ -69,7 +70,7 @@ def test_getent_through_glibc(guard, net: Net) -> None:
 
 
 def test_aaaa_is_answered_never_dropped(guard, net: Net) -> None:
-    r = guard(f"dig AAAA +short +time=2 +tries=1 @{OTHER_DNS} v6.test; dig AAAA +time=2 +tries=1 @{OTHER_DNS} denied.test", "--deny", "denied.test")
+    r = guard(f"{DIG} AAAA +short v6.test; {DIG} AAAA denied.test", "--deny", "denied.test")
     assert "::1" in r.stdout and "status: NXDOMAIN" in r.stdout
     assert "timed out" not in r.stdout
 
@@ -82,20 +83,20 @@ def test_unconnected_udp_sendto_is_redirected_and_reply_source_restored(guard, n
         f"s.sendto(q,('{OTHER_DNS}',53));d,a=s.recvfrom(512);"
         "print('from',a[0],a[1],'id',d[:2].hex(),'ip','.'.join(map(str,d[-4:])))"
     )
-    r = guard(f"python3 -c \"{code}\"")
+    r = guard(f'python3 -c "{code}"')
     assert f"from {OTHER_DNS} 53 id abcd ip 127.0.0.10" in r.stdout, r.stderr
     assert "python" in r.events[0]["cmdline"][0]
 
 
 def test_python_getaddrinfo_and_ipv6_query(guard, net: Net) -> None:
     code = "import socket;print(sorted({a[4][0] for a in socket.getaddrinfo('dual.test',80,proto=socket.IPPROTO_TCP)}))"
-    r = guard(f"python3 -c \"{code}\"")
+    r = guard(f'python3 -c "{code}"')
     assert "['127.0.0.10', '::1']" in r.stdout, r.stderr
 
 
 def test_git_ls_remote_over_http(guard, net: Net) -> None:
     r = guard(
-        f"git ls-remote {net.url('allowed.test', '/repo.git')}; git ls-remote {net.url('denied.test', '/repo.git')}; echo git=$?",
+        f"git ls-remote {net.url('allowed.test', '/r')}; git ls-remote {net.url('denied.test', '/r')}; echo git=$?",
         "--deny",
         "denied.test",
     )

@@ -51,9 +51,7 @@ def test_sigterm_is_forwarded_to_the_process_group(net: Net, tmp_path: Path) -> 
     require_guard_support()
     ready = tmp_path / "ready"
     script = f"trap 'echo got-term; exit 5' TERM; touch {ready}; sleep 20 & wait"
-    proc = subprocess.Popen(
-        [*guard_args(net, "--quiet"), "--", "sh", "-c", script], stdout=subprocess.PIPE, text=True
-    )
+    proc = subprocess.Popen([*guard_args(net, "--quiet"), "--", "sh", "-c", script], stdout=subprocess.PIPE, text=True)
     assert _wait_for(ready)
     proc.send_signal(signal.SIGTERM)
     out, _ = proc.communicate(timeout=30)
@@ -61,7 +59,8 @@ def test_sigterm_is_forwarded_to_the_process_group(net: Net, tmp_path: Path) -> 
 
 
 def test_fail_closed_when_the_proxy_dies(guard, net: Net) -> None:
-    script = f"dig +short +time=1 +tries=1 @{OTHER_DNS} allowed.test; dig +short +time=1 +tries=1 @{OTHER_DNS} allowed.test; echo second=$?; sleep 20"
+    dig = f"dig +short +time=1 +tries=1 @{OTHER_DNS} allowed.test"
+    script = f"{dig}; {dig}; echo second=$?; sleep 20"
     r = guard(script, env={"PHALANX_GUARD_FAULT": "proxy-crash-after=1"})
     assert r.returncode == 74, r.stderr
     assert "the DNS proxy failed" in r.stderr and "fail closed" in r.stderr
@@ -108,11 +107,15 @@ def test_two_guards_in_parallel_do_not_interfere(net: Net, tmp_path: Path) -> No
     strict_events = tmp_path / "a.jsonl"
     a = subprocess.Popen(
         [*guard_args(net, "--deny", "denied.test", events=strict_events), "--", *confined(net, script)],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
     )
     b = subprocess.Popen(
         [*guard_args(net, "--deny", "other.test"), "--", *confined(net, script)],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
     )
     time.sleep(0.5)  # both are set up and waiting (they poll for the file)
     go.touch()

@@ -70,7 +70,11 @@ def run_cmd(command: tuple[str, ...], policy_file: Path | None, events_path: Pat
     try:
         file = policy_mod.load_file(policy_file) if policy_file else None
         pol = policy_mod.merge(
-            file, list(opts["deny"]), list(opts["allow"]), audit=opts["audit"], strict=opts["strict"],
+            file,
+            list(opts["deny"]),
+            list(opts["allow"]),
+            audit=opts["audit"],
+            strict=opts["strict"],
             upstreams=list(opts["upstream"]),
         )
         out = events_path.open("w") if events_path else None
@@ -83,7 +87,7 @@ def run_cmd(command: tuple[str, ...], policy_file: Path | None, events_path: Pat
     sink = EventSink(out=out, quiet=opts["quiet"])
     try:
         code = runner.run(runner.RunOptions(command=command, policy=pol, events_path=events_path), sink)
-    except BaseException as exc:  # noqa: BLE001 - every failure becomes a message and an exit code
+    except BaseException as exc:
         if isinstance(exc, SystemExit | KeyboardInterrupt):
             raise
         _fail(exc)
@@ -99,9 +103,7 @@ def run_cmd(command: tuple[str, ...], policy_file: Path | None, events_path: Pat
 
 @guard.command("report")
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option(
-    "--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True
-)
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True)
 def report_cmd(files: tuple[Path, ...], fmt: str) -> None:
     """Aggregate event files into the dependency list per command."""
     try:

@@ -82,6 +82,8 @@ def answer_addresses(data: bytes) -> list[tuple[ipaddress.IPv4Address | ipaddres
             off = _skip_name(data, off)
             rtype, _cls, ttl, rdlen = _RR.unpack_from(data, off)
             off += 10
+            if off + rdlen > len(data):
+                break  # truncated: keep what we read
             if rtype == TYPE_A and rdlen == 4:
                 out.append((ipaddress.IPv4Address(data[off : off + 4]), ttl))
             elif rtype == TYPE_AAAA and rdlen == 16:

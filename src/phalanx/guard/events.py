@@ -90,7 +90,11 @@ class EventSink:
         self.counts[(event.verdict, event.kind, event.target())] += 1
         if self.out is not None:
             self.out.write(json.dumps(event.to_json(), separators=(",", ":")) + "\n")
-        if not self.quiet and event.verdict != "allow" and self.counts[(event.verdict, event.kind, event.target())] == 1:
+        if (
+            not self.quiet
+            and event.verdict != "allow"
+            and self.counts[(event.verdict, event.kind, event.target())] == 1
+        ):
             word = "blocked" if event.verdict == "deny" else "would block"
             self.stderr.write(
                 f"phalanx guard: {word} {event.kind} {event.target()} ({event.rule}) "

@@ -11,9 +11,9 @@ import errno
 import ipaddress
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
 from phalanx.guard import dnswire
 from phalanx.guard.dnswire import Question, WireError
@@ -63,12 +63,11 @@ class _ClientUdp(asyncio.DatagramProtocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.DatagramTransport, transport)
 
-    def datagram_received(self, data: bytes, addr: tuple[str | object, ...]) -> None:
+    def datagram_received(self, data: bytes, addr: tuple[str | Any, int]) -> None:
         transport = self.transport
         if transport is None:
             return
-        port = int(addr[1])  # type: ignore[call-overload]
-        self.proxy.handle(data, lambda reply: transport.sendto(reply, addr), 17, port)
+        self.proxy.handle(data, lambda reply: transport.sendto(reply, addr), 17, int(addr[1]))
 
     def error_received(self, exc: Exception) -> None:
         pass  # an ICMP error about one client says nothing about the proxy's health
@@ -78,7 +77,7 @@ class _UpstreamUdp(asyncio.DatagramProtocol):
     def __init__(self, proxy: DnsProxy) -> None:
         self.proxy = proxy
 
-    def datagram_received(self, data: bytes, addr: tuple[str | object, ...]) -> None:
+    def datagram_received(self, data: bytes, addr: tuple[str | Any, int]) -> None:
         self.proxy.on_upstream_reply(data)
 
     def error_received(self, exc: Exception) -> None:
@@ -206,8 +205,8 @@ class DnsProxy:
         else:
             self._forward_udp(p)
 
-    def _spawn(self, coro: object) -> None:
-        task = asyncio.get_running_loop().create_task(coro)  # type: ignore[arg-type]
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
@@ -240,7 +239,7 @@ class DnsProxy:
                 data = await asyncio.wait_for(reader.readexactly(size), UPSTREAM_TIMEOUT_S)
             finally:
                 writer.close()
-        except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError):
+        except (TimeoutError, OSError, asyncio.IncompleteReadError):
             self._answer(p, None)
             return
         self._answer(p, data)
@@ -315,7 +314,7 @@ class DnsProxy:
 
                 self.handle(query, reply, 6, port)
                 await asyncio.wait_for(done, UPSTREAM_TIMEOUT_S * 2)
-        except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError):
+        except (TimeoutError, OSError, asyncio.IncompleteReadError):
             pass
         finally:
             writer.close()

@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from phalanx.guard import cgroup, procinfo, reaper
 from phalanx.guard.abi import (
@@ -150,13 +151,17 @@ class _Run:
         )
         if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
             addr = addr.ipv4_mapped
-        verdict: Verdict = "allow" if raw.verdict == VERDICT_ALLOW else "audit" if raw.verdict == VERDICT_AUDIT else "deny"
+        verdict: Verdict = (
+            "allow" if raw.verdict == VERDICT_ALLOW else "audit" if raw.verdict == VERDICT_AUDIT else "deny"
+        )
         kind: Kind = "connect" if raw.hook == HOOK_CONNECT else "packet" if raw.hook == HOOK_EGRESS else "sendmsg"
         comm = raw.comm.decode(errors="replace")
         pid = int(raw.pid)
-        argv, parents = procinfo.snapshot(
-            pid, self.stop_pids, procinfo.split_args(bytes(raw.args)), int(raw.ppid), comm
-        ) if pid else ((), ())
+        argv, parents = (
+            procinfo.snapshot(pid, self.stop_pids, procinfo.split_args(bytes(raw.args)), int(raw.ppid), comm)
+            if pid
+            else ((), ())
+        )
         return Event(
             time=procinfo_time(raw.ts_ns),
             verdict=verdict,
@@ -216,7 +221,9 @@ class _Run:
 
     def _spawn(self) -> subprocess.Popen[bytes]:
         try:
-            return subprocess.Popen(self.options.command, preexec_fn=partial(cgroup.join, self.cg.procs), process_group=0)
+            return subprocess.Popen(
+                self.options.command, preexec_fn=partial(cgroup.join, self.cg.procs), process_group=0
+            )
         except FileNotFoundError as exc:
             raise CommandStartError(f"cannot start {self.options.command[0]!r}: command not found", 127) from exc
         except subprocess.SubprocessError as exc:
@@ -228,7 +235,11 @@ class _Run:
         loop = asyncio.get_running_loop()
         upstreams = [parse_upstream(u) for u in self.policy.upstreams] or system_upstreams()
         proxy = DnsProxy(
-            self.policy, upstreams, self.sink, attribute=self.attribute, learn=self.learn,
+            self.policy,
+            upstreams,
+            self.sink,
+            attribute=self.attribute,
+            learn=self.learn,
             crash_after=_fault_crash_after(),
         )
         programs: Programs | None = None
@@ -240,11 +251,12 @@ class _Run:
             proc = self._spawn()
             exited: asyncio.Future[None] = loop.create_future()
             pidfd = os.pidfd_open(proc.pid)
-            loop.add_reader(pidfd, lambda: exited.done() or exited.set_result(None))
+            loop.add_reader(pidfd, _resolve, exited)
             for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
                 loop.add_signal_handler(sig, partial(_forward, proc.pid, sig))
             assert proxy.failed is not None
-            await asyncio.wait([exited, proxy.failed], return_when=asyncio.FIRST_COMPLETED)
+            waiters: list[asyncio.Future[Any]] = [exited, proxy.failed]
+            await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
             loop.remove_reader(pidfd)
             os.close(pidfd)
             if proxy.failed.done():
@@ -272,6 +284,11 @@ class _Run:
                 programs.close()
             if guard_reaper is not None:
                 guard_reaper.stop()
+
+
+def _resolve(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)
 
 
 def _forward(pid: int, sig: signal.Signals) -> None:
