@@ -3,6 +3,7 @@ cgroup, talking to the fake internet on loopback. Every DNS query must reach the
 
 from __future__ import annotations
 
+import pytest
 from conftest import OTHER_DNS, Net, denied
 
 DIG = f"dig +time=2 +tries=1 @{OTHER_DNS}"
@@ -104,3 +105,18 @@ def test_git_ls_remote_over_http(guard, net: Net) -> None:
     ev = denied(r.events, "dns")[0]
     assert ev["cmdline"][0].endswith("git-remote-http")  # git's helper process does the HTTP
     assert ["git", "ls-remote"] in [p["cmdline"][:2] for p in ev["parents"]]
+
+
+def test_events_of_a_real_run_match_the_schema_and_name_the_right_pid(guard, net: Net, tmp_path) -> None:
+    import json
+    from pathlib import Path
+
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json.loads((Path(__file__).resolve().parents[2] / "docs/guard-events.schema.json").read_text())
+    pidfile = tmp_path / "pid"
+    script = f"sh -c 'echo $$ > {pidfile}; exec curl -sS -m 5 {net.url('denied.test')}'; {DIG} allowed.test"
+    r = guard(script, "--deny", "denied.test")
+    assert r.events
+    for e in r.events:
+        jsonschema.validate(e, schema)
+    assert denied(r.events, "dns")[0]["pid"] == int(pidfile.read_text())

@@ -272,3 +272,25 @@ def test_example_events_match_the_schema() -> None:
     schema = json.loads((ROOT / "docs/guard-events.schema.json").read_text())
     for e in EVENTS:
         jsonschema.validate(e, schema)
+
+
+@pytest.mark.skipif(shutil.which("clang") is None, reason="needs clang")
+def test_objects_compile_on_first_use_into_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from phalanx.guard import objects
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(objects, "_installed_is_current", lambda _obj: False)
+    path = objects.object_path("egress")
+    assert path.is_relative_to(tmp_path) and path.read_bytes()[:4] == b"\x7fELF"
+    assert objects.object_path("egress") == path  # cached: not compiled again
+
+
+def test_missing_clang_is_a_clear_not_supported_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from phalanx.guard import objects
+    from phalanx.guard.errors import NotSupportedError
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr(objects, "_installed_is_current", lambda _obj: False)
+    with pytest.raises(NotSupportedError, match="clang is not installed"):
+        objects.object_path("connect")
