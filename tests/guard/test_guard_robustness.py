@@ -129,5 +129,6 @@ def test_two_guards_in_parallel_do_not_interfere(net: Net, tmp_path: Path) -> No
 def test_deny_address_events_carry_pid_of_the_right_process(guard, net: Net) -> None:
     r = guard(f"sh -c 'curl -sS -m 5 {net.url(DENIED_IP)}'; echo $$", "--deny", DENIED_IP)
     ev = denied(r.events, "connect")[0]
-    chain = [p["cmdline"][:2] for p in ev["parents"]]
-    assert chain[-1][0] == "sh" and ev["cmdline"][0] == "curl"
+    assert ev["cmdline"][0] == "curl"
+    # The direct parent is a shell (named by the kernel-captured comm if it has exited already).
+    assert ev["parents"][-1]["cmdline"][0] in ("sh", "/bin/sh")

@@ -78,5 +78,6 @@ class GuardEvent(ctypes.Structure):
         ("pad", ctypes.c_uint8 * 6),
         ("addr", ctypes.c_uint8 * 16),
         ("comm", ctypes.c_char * 16),
+        ("parent_comm", ctypes.c_char * 16),
         ("args", ctypes.c_uint8 * ARGS_LEN),  # bytes, NUL separated: c_char would stop at the first NUL
     )

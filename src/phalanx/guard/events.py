@@ -3,7 +3,6 @@ as they happen, counted for the end-of-run summary, and announced on stderr when
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from collections import Counter
@@ -11,7 +10,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import IO, Literal
 
+import msgspec
+
 from phalanx.guard.procinfo import ProcessRef
+
+_encode = msgspec.json.Encoder().encode  # several times faster than json.dumps, on the proxy's hot path
 
 Verdict = Literal["allow", "deny", "audit"]
 Kind = Literal["dns", "connect", "sendmsg", "packet"]
@@ -89,7 +92,7 @@ class EventSink:
         self.total += 1
         self.counts[(event.verdict, event.kind, event.target())] += 1
         if self.out is not None:
-            self.out.write(json.dumps(event.to_json(), separators=(",", ":")) + "\n")
+            self.out.write(_encode(event.to_json()).decode() + "\n")
         if (
             not self.quiet
             and event.verdict != "allow"

@@ -49,21 +49,28 @@ def split_args(raw: bytes) -> tuple[str, ...]:
     return tuple(a.decode(errors="replace") for a in raw.split(b"\0")) if raw else ()
 
 
-def parents(first_parent: int, stop: frozenset[int]) -> tuple[ProcessRef, ...]:
+def parents(first_parent: int, stop: frozenset[int], parent_comm: str = "") -> tuple[ProcessRef, ...]:
     """Ancestors from the outermost (the guarded command) down to the direct parent. The walk stops at a pid in
-    `stop` (the guard itself), at init, or when a daemonised process's chain leaves the run."""
+    `stop` (the guard itself), at init, or when a daemonised process's chain leaves the run. A parent that has
+    already exited is named by the comm the kernel captured."""
     chain: list[ProcessRef] = []
     pid = first_parent
     while pid > 1 and pid not in stop and len(chain) < MAX_DEPTH:
-        chain.append(ProcessRef(pid, cmdline(pid) or (comm(pid),)))
+        name = comm(pid) or (parent_comm if pid == first_parent else "")
+        chain.append(ProcessRef(pid, cmdline(pid) or ((name,) if name else ())))
         pid = parent_pid(pid)
     return tuple(reversed(chain))
 
 
 def snapshot(
-    pid: int, stop: frozenset[int], kernel_args: tuple[str, ...] = (), kernel_ppid: int = 0, fallback: str = ""
+    pid: int,
+    stop: frozenset[int],
+    kernel_args: tuple[str, ...] = (),
+    kernel_ppid: int = 0,
+    fallback: str = "",
+    parent_comm: str = "",
 ) -> tuple[tuple[str, ...], tuple[ProcessRef, ...]]:
-    """(cmdline, parents) of `pid` now, preferring argv captured by the kernel at decision time."""
+    """(cmdline, parents) of `pid` now, preferring what the kernel captured at decision time."""
     argv = kernel_args or cmdline(pid) or ((fallback,) if fallback else ())
-    ppid = parent_pid(pid) or kernel_ppid
-    return argv, parents(ppid, stop)
+    ppid = kernel_ppid or parent_pid(pid)
+    return argv, parents(ppid, stop, parent_comm)

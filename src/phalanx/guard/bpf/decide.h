@@ -16,6 +16,7 @@ struct mm_struct {
 
 struct task_struct {
 	int tgid;
+	char comm[16];
 	struct mm_struct *mm;
 	struct task_struct *real_parent;
 } __attribute__((preserve_access_index));
@@ -116,7 +117,10 @@ static __always_inline void capture_args(struct guard_event *ev)
 	struct mm_struct *mm = BPF_CORE_READ(task, mm);
 	unsigned long start, len;
 
-	ev->ppid = BPF_CORE_READ(task, real_parent, tgid);
+	struct task_struct *parent = BPF_CORE_READ(task, real_parent);
+
+	ev->ppid = BPF_CORE_READ(parent, tgid);
+	bpf_core_read(ev->parent_comm, sizeof(ev->parent_comm), &parent->comm);
 	if (!mm)
 		return;
 	start = BPF_CORE_READ(mm, arg_start);

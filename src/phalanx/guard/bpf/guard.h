@@ -85,5 +85,6 @@ struct guard_event {
 	__u8 pad[6];
 	__u32 addr[4];
 	char comm[16];
+	char parent_comm[16];
 	char args[GUARD_ARGS_LEN]; /* argv, NUL separated, captured in the kernel at decision time */
 };
