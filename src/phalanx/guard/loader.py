@@ -31,6 +31,7 @@ SHARED_MAPS = (
     "sock_owner",
     "orig_dst",
     "client_ports",
+    "seen_allowed",
     "events",
 )
 _NOT_SUPPORTED = {errno.EPERM, errno.EINVAL, errno.EOPNOTSUPP, errno.ENOSYS, errno.ENOTSUP}

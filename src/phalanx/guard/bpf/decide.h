@@ -155,13 +155,26 @@ static __always_inline void emit_sock_event(__u64 cookie, __u8 hook, __u8 verdic
 	bpf_ringbuf_submit(ev, 0);
 }
 
+/* True the first time this process is allowed to this destination (see struct seen_key). */
+static __always_inline int first_allowed(const __u32 *addr, __u16 port)
+{
+	struct seen_key key = { .pid = bpf_get_current_pid_tgid() >> 32, .port = port };
+	__u8 one = 1;
+
+	__builtin_memcpy(key.addr, addr, 16);
+	if (bpf_map_lookup_elem(&seen_allowed, &key))
+		return 0;
+	bpf_map_update_elem(&seen_allowed, &key, &one, BPF_ANY);
+	return 1;
+}
+
 /* Apply a verdict in process context: emit the event, turn a denial into EPERM (return 0) unless auditing. */
 static __always_inline int enforce_sock(__u64 cookie, __u8 hook, __u8 verdict, __u32 rule, __u8 family,
 					__u8 protocol, const __u32 *addr, __u16 port)
 {
 	if (verdict == VERDICT_DENY && cfg.audit)
 		verdict = VERDICT_AUDIT;
-	if (verdict != VERDICT_ALLOW || cfg.report_allowed)
+	if (verdict != VERDICT_ALLOW || (cfg.report_allowed && first_allowed(addr, port)))
 		emit_sock_event(cookie, hook, verdict, rule, family, protocol, addr, port);
 	if (verdict == VERDICT_DENY)
 		return 0;

@@ -71,6 +71,15 @@ struct port_key {
 	__u8 pad;
 };
 
+/* An allowed destination already reported for a process: allowed connects are reported once per (pid, address,
+ * port), so a client that connects in a loop costs one event, not thousands. Denials are always reported. */
+struct seen_key {
+	__u32 pid;
+	__u16 port;
+	__u16 pad;
+	__u32 addr[4];
+};
+
 struct guard_event {
 	__u64 ts_ns;
 	__u64 cookie;

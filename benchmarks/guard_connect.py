@@ -1,0 +1,140 @@
+"""Benchmark: what the guard costs a guarded process, compared with the same process unguarded, in one run.
+
+- connect() latency: a Python client opens and closes TCP connections to a listener on 127.0.0.1 and times each
+  connect() (cgroup/connect4 + the egress program on the SYN); p50 and mean, several alternating rounds.
+- bulk throughput: curl downloads 512 MiB over HTTP from a loopback server (sendfile), -w %{speed_download}; the
+  egress program sees every packet the client sends.
+The guarded runs carry a realistic policy (denied names and CIDRs) and write events. Loopback only; run as root:
+python benchmarks/guard_connect.py [--connects 3000] [--rounds 7]. Prints a table; never fails on numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+SIZE = 1 << 29
+
+
+def serve_connects(sock: socket.socket) -> None:
+    while True:
+        try:
+            conn, _ = sock.accept()
+        except OSError:
+            return
+        conn.close()
+
+
+def serve_http(sock: socket.socket, payload: Path) -> None:
+    while True:
+        try:
+            conn, _ = sock.accept()
+        except OSError:
+            return
+        with conn, payload.open("rb") as f:
+            try:
+                conn.recv(4096)
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n" % SIZE)
+                conn.sendfile(f)
+            except OSError:
+                pass
+
+
+def listener() -> socket.socket:
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("127.0.0.1", 0))
+    s.listen(4096)
+    return s
+
+
+def run_probe(port: int, n: int) -> None:
+    """Time n connect() calls; print p50 and mean in microseconds as JSON."""
+    import time
+
+    times = []
+    for _ in range(n):
+        s = socket.socket()
+        t0 = time.perf_counter_ns()
+        s.connect(("127.0.0.1", port))
+        times.append((time.perf_counter_ns() - t0) / 1000)
+        s.close()
+    times.sort()
+    print(json.dumps({"p50": times[len(times) // 2], "mean": statistics.fmean(times), "p99": times[int(n * 0.99)]}))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--connects", type=int, default=3000)
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--probe", type=int)
+    args = ap.parse_args()
+    if args.probe:
+        run_probe(args.probe, args.connects)
+        return 0
+    if os.geteuid() != 0:
+        print("guard_connect: skipped (needs root)")
+        return 0
+    with tempfile.TemporaryDirectory(dir="/dev/shm" if Path("/dev/shm").is_dir() else None) as d:
+        payload = Path(d) / "payload"
+        with payload.open("wb") as f:
+            f.truncate(SIZE)  # sparse: sendfile reads zero pages, no disk involved
+        c_sock, h_sock = listener(), listener()
+        threading.Thread(target=serve_connects, args=(c_sock,), daemon=True).start()
+        threading.Thread(target=serve_http, args=(h_sock, payload), daemon=True).start()
+        c_port, h_port = c_sock.getsockname()[1], h_sock.getsockname()[1]
+        events = Path(d) / "events.jsonl"
+        guard = [
+            sys.executable,
+            "-m",
+            "phalanx",
+            "guard",
+            "--quiet",
+            "--upstream",
+            "127.0.0.1:9",
+            "--deny",
+            "203.0.113.0/24",
+            "--deny",
+            "2001:db8::/32",
+            "--deny",
+            "*.githubusercontent.com",
+            "--events",
+            str(events),
+            "--",
+        ]
+        probe = [sys.executable, __file__, "--probe", str(c_port), "--connects", str(args.connects)]
+        curl = ["curl", "-s", "-o", "/dev/null", "-w", "%{speed_download}", f"http://127.0.0.1:{h_port}/"]
+        res: dict[str, list[dict[str, float]]] = {"direct": [], "guarded": []}
+        tput: dict[str, list[float]] = {"direct": [], "guarded": []}
+        for _ in range(args.rounds):
+            for mode, prefix in (("direct", []), ("guarded", guard)):
+                out = subprocess.run([*prefix, *probe], capture_output=True, text=True, timeout=300).stdout
+                res[mode].append(json.loads(out.strip().splitlines()[-1]))
+                out = subprocess.run([*prefix, *curl], capture_output=True, text=True, timeout=300).stdout
+                tput[mode].append(float(out.strip() or "nan"))
+        c_sock.close()
+        h_sock.close()
+    med = {m: {k: statistics.median(r[k] for r in res[m]) for k in ("p50", "mean", "p99")} for m in res}
+    bw = {m: statistics.median(tput[m]) for m in tput}
+    print(f"connect() and bulk transfer, guarded vs unguarded ({args.rounds} rounds, medians, {os.cpu_count()} CPUs)")
+    print(f"{'':26}{'direct':>12}{'guarded':>12}{'added':>12}")
+    for k in ("p50", "mean", "p99"):
+        print(
+            f"{'connect() ' + k + ' us':26}{med['direct'][k]:>12.1f}{med['guarded'][k]:>12.1f}"
+            f"{med['guarded'][k] - med['direct'][k]:>12.1f}"
+        )
+    loss = (1 - bw["guarded"] / bw["direct"]) * 100
+    print(f"{'HTTP download MB/s':26}{bw['direct'] / 1e6:>12.0f}{bw['guarded'] / 1e6:>12.0f}{-loss:>11.1f}%")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
