@@ -58,13 +58,26 @@ class Result:
     events: list[dict[str, object]]
 
 
+def _http_servers(hosts: list[str]) -> dict[str, FakeHttp]:
+    """One HTTP server per address, all on one port (so a URL differs only by host); retried if a port is taken."""
+    for _ in range(20):
+        servers: dict[str, FakeHttp] = {}
+        try:
+            for ip in hosts:
+                port = servers[hosts[0]].port if servers else 0
+                servers[ip] = FakeHttp(ip, port).start()
+            return servers
+        except OSError:
+            for srv in servers.values():
+                srv.stop()
+    raise RuntimeError("no port free on every test address")
+
+
 @pytest.fixture(scope="session")
 def net(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Net]:
     tmp = tmp_path_factory.mktemp("fakenet")
-    first = FakeHttp(ALLOWED_IP).start()
-    servers = {ALLOWED_IP: first}
-    for ip in (DENIED_IP, WILD_IP, HARDCODED_IP, "::1"):
-        servers[ip] = FakeHttp(ip, first.port).start()
+    servers = _http_servers([ALLOWED_IP, DENIED_IP, WILD_IP, HARDCODED_IP, "::1"])
+    first = servers[ALLOWED_IP]
     zone = {
         "allowed.test": [ALLOWED_IP],
         "denied.test": [DENIED_IP],

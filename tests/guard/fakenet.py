@@ -44,12 +44,18 @@ class FakeDns:
         return reply.pack()
 
     def start(self) -> FakeDns:
-        udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        udp.bind((self.host, self.port))
+        for _ in range(50):  # a port free for UDP may be taken for TCP: try another
+            udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            udp.bind((self.host, 0))
+            tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            tcp.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                tcp.bind((self.host, udp.getsockname()[1]))
+                break
+            except OSError:
+                udp.close()
+                tcp.close()
         self.port = udp.getsockname()[1]
-        tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        tcp.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        tcp.bind((self.host, self.port))
         tcp.listen(64)
         udp.settimeout(0.2)
         tcp.settimeout(0.2)

@@ -97,6 +97,8 @@ def test_strict_mode_admits_only_learned_addresses(guard, net: Net, tmp_path: Pa
     assert "hello from 127.0.0.10" in r.stdout and "curl=7" in r.stdout
     ev = denied(r.events, "connect")
     assert ev[0]["addresses"] == [HARDCODED_IP] and ev[0]["rule"].startswith("strict")
+    r = guard(f"curl -sS -m 5 {net.url(HARDCODED_IP)}", "--policy", str(policy), "--allow", f"{HARDCODED_IP}/32")
+    assert "hello from 127.0.0.11" in r.stdout, r.stderr
 
 
 def test_processes_outside_the_cgroup_are_unaffected(net: Net, tmp_path: Path) -> None:

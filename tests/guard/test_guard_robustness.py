@@ -81,7 +81,7 @@ def test_sigkilled_guard_leaves_nothing_and_next_start_is_clean(net: Net, tmp_pa
     assert len(ours) == 1
     run_cg = cgroup.RunCgroup(ours.pop())
     guarded = run_cg.pids()
-    assert guarded
+    assert guarded and proc.pid not in guarded  # the guard (and its proxy) stay outside the guarded cgroup
     proc.kill()
     proc.wait(timeout=10)
     deadline = time.monotonic() + 15

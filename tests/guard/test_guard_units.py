@@ -294,3 +294,15 @@ def test_missing_clang_is_a_clear_not_supported_error(tmp_path: Path, monkeypatc
     monkeypatch.setattr(objects, "_installed_is_current", lambda _obj: False)
     with pytest.raises(NotSupportedError, match="clang is not installed"):
         objects.object_path("connect")
+
+
+def test_environment_warnings(tmp_path: Path) -> None:
+    from phalanx.guard.runner import environment_warnings
+
+    nss = tmp_path / "nsswitch.conf"
+    nss.write_text("passwd: files\nhosts: files resolve [!UNAVAIL=return] dns\n")
+    mounts = tmp_path / "mounts"
+    mounts.write_text("cgroup2 /sys/fs/cgroup cgroup2 rw 0 0\n")
+    assert any("systemd-resolved" in w for w in environment_warnings(nss, mounts))
+    nss.write_text("hosts: files dns\n")
+    assert environment_warnings(nss, mounts) == []

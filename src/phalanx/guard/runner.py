@@ -64,7 +64,36 @@ def preflight() -> Path:
         raise NotSupportedError(
             "the guard is itself running inside a guarded cgroup; nested guards would put the proxy under guard"
         )
+    for warning in environment_warnings():
+        print(f"phalanx guard: warning: {warning}", file=sys.stderr)
     return root
+
+
+def environment_warnings(nsswitch: Path = Path("/etc/nsswitch.conf"), mounts: Path = Path("/proc/mounts")) -> list[str]:
+    """Conditions that weaken the guard without stopping it; said once at start so nobody is surprised."""
+    out = []
+    try:
+        hosts = [line for line in nsswitch.read_text().splitlines() if line.strip().startswith("hosts:")]
+    except OSError:
+        hosts = []
+    if hosts and "resolve" in hosts[0].split()[1:]:
+        out.append(
+            "nsswitch.conf resolves names through systemd-resolved (IPC, not port 53), so those lookups bypass "
+            "the DNS proxy; denied addresses are still refused, and --strict refuses everything not learned"
+        )
+    release = tuple(int(x) for x in os.uname().release.split(".")[:2] if x.isdigit())
+    try:
+        v1 = {
+            opt for line in mounts.read_text().splitlines() if " cgroup " in line for opt in line.split()[3].split(",")
+        }
+    except OSError:
+        v1 = set()
+    if release < (5, 15) and v1 & {"net_cls", "net_prio"}:
+        out.append(
+            "net_cls/net_prio cgroup v1 controllers are mounted on a kernel older than 5.15: sockets tagged by them "
+            "fall back to the root cgroup v2 and escape the guard's programs (fixed upstream in 5.15)"
+        )
+    return out
 
 
 def system_upstreams(resolv_conf: Path = Path("/etc/resolv.conf")) -> list[tuple[str, int]]:
@@ -229,11 +258,9 @@ class _Run:
         for net in self.policy.allow_cidrs:
             self.maps.put_cidr("allow", net, self.policy.rule_id(f"allow cidr {net}"))
         # Resolve exact denied names now, so /etc/hosts, --resolve and hard-coded copies of their addresses fail.
-        for rule in self.policy.deny_names:
-            if not rule.pattern.startswith("*."):
-                decision = self.policy.decide_name(rule.pattern)
-                addrs = await proxy.resolve(rule.pattern)
-                self.learn(rule.pattern, [(a, 0) for a in addrs], decision)
+        exact = [r.pattern for r in self.policy.deny_names if not r.pattern.startswith("*.")]
+        for name, addrs in zip(exact, await asyncio.gather(*(proxy.resolve(n) for n in exact)), strict=True):
+            self.learn(name, [(a, 0) for a in addrs], self.policy.decide_name(name))
         self.rb = self.lib.call("ring_buffer__new", programs.map_fds["events"], self._sample_cb, None, None) or 0
         if not self.rb:
             raise GuardError("creating the event ring buffer failed")
