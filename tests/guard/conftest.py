@@ -94,9 +94,9 @@ def net(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Net]:
         s.stop()
 
 
-def confined(net: Net, script: str, hosts: Path | None = None) -> list[str]:
+def confined(resolv: Path, script: str, hosts: Path | None = None) -> list[str]:
     """`sh -c script` in a private mount namespace with the test's resolv.conf (and hosts file) bound in."""
-    mounts = f"mount --bind {shlex.quote(str(net.resolv))} /etc/resolv.conf"
+    mounts = f"mount --bind {shlex.quote(str(resolv))} /etc/resolv.conf"
     if hosts is not None:
         mounts += f" && mount --bind {shlex.quote(str(hosts))} /etc/hosts"
     return ["unshare", "--mount", "sh", "-c", f"{mounts} && exec sh -c {shlex.quote(script)}"]
@@ -121,7 +121,7 @@ def guard(net: Net, tmp_path: Path) -> object:
 
     def run(script: str, *opts: str, hosts: Path | None = None, env: dict[str, str] | None = None) -> Result:
         events = tmp_path / f"events-{len(list(tmp_path.glob('events-*')))}.jsonl"
-        cmd = [*guard_args(net, *opts, events=events), "--", *confined(net, script, hosts)]
+        cmd = [*guard_args(net, *opts, events=events), "--", *confined(net.resolv, script, hosts)]
         proc = subprocess.run(
             cmd, capture_output=True, text=True, timeout=RUN_TIMEOUT_S, env={**os.environ, **(env or {})}
         )

@@ -109,7 +109,7 @@ def test_processes_outside_the_cgroup_are_unaffected(net: Net, tmp_path: Path) -
     cmd = [
         *guard_args(net, "--deny", "denied.test", "--deny", DENIED_IP),
         "--",
-        *confined(net, f"touch {started}; sleep 3"),
+        *confined(net.resolv, f"touch {started}; sleep 3"),
     ]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:

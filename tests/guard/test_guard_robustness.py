@@ -72,7 +72,7 @@ def test_sigkilled_guard_leaves_nothing_and_next_start_is_clean(net: Net, tmp_pa
     ready = tmp_path / "ready"
     before = _run_cgroups()
     proc = subprocess.Popen(
-        [*guard_args(net, "--quiet"), "--", *confined(net, f"touch {ready}; exec sleep 30")],
+        [*guard_args(net, "--quiet"), "--", *confined(net.resolv, f"touch {ready}; exec sleep 30")],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -106,13 +106,13 @@ def test_two_guards_in_parallel_do_not_interfere(net: Net, tmp_path: Path) -> No
     script = f"while [ ! -e {go} ]; do sleep 0.02; done; curl -sS -m 5 {net.url('denied.test')}; echo curl=$?"
     strict_events = tmp_path / "a.jsonl"
     a = subprocess.Popen(
-        [*guard_args(net, "--deny", "denied.test", events=strict_events), "--", *confined(net, script)],
+        [*guard_args(net, "--deny", "denied.test", events=strict_events), "--", *confined(net.resolv, script)],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
     )
     b = subprocess.Popen(
-        [*guard_args(net, "--deny", "other.test"), "--", *confined(net, script)],
+        [*guard_args(net, "--deny", "other.test"), "--", *confined(net.resolv, script)],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
