@@ -3,6 +3,7 @@ behind (no stale cgroup, no attached program, no live guarded process), and guar
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -67,31 +68,44 @@ def test_fail_closed_when_the_proxy_dies(guard, net: Net) -> None:
     assert r.stdout.count("127.0.0.10") == 1  # the second query got no answer from anywhere
 
 
+def _attached_prog_ids(path: Path) -> set[int]:
+    out = subprocess.run(["bpftool", "-j", "cgroup", "show", str(path)], capture_output=True, text=True, timeout=30)
+    return {int(p["id"]) for p in json.loads(out.stdout or "[]")}
+
+
+def _prog_exists(prog_id: int) -> bool:
+    return (
+        subprocess.run(["bpftool", "prog", "show", "id", str(prog_id)], capture_output=True, timeout=30).returncode == 0
+    )
+
+
 def test_sigkilled_guard_leaves_nothing_and_next_start_is_clean(net: Net, tmp_path: Path) -> None:
     require_guard_support()
     ready = tmp_path / "ready"
-    before = _run_cgroups()
     proc = subprocess.Popen(
         [*guard_args(net, "--quiet"), "--", *confined(net.resolv, f"touch {ready}; exec sleep 30")],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    assert _wait_for(ready)
-    ours = _run_cgroups() - before
-    assert len(ours) == 1
-    run_cg = cgroup.RunCgroup(ours.pop())
-    guarded = run_cg.pids()
-    assert guarded and proc.pid not in guarded  # the guard (and its proxy) stay outside the guarded cgroup
-    proc.kill()
-    proc.wait(timeout=10)
+    try:
+        assert _wait_for(ready)
+        ours = [p for p in _run_cgroups() if p.name.startswith(f"{proc.pid}-")]
+        assert len(ours) == 1
+        run_cg = cgroup.RunCgroup(ours[0])
+        guarded = run_cg.pids()
+        assert guarded and proc.pid not in guarded  # the guard (and its proxy) stay outside the guarded cgroup
+        prog_ids = _attached_prog_ids(run_cg.path)
+        assert len(prog_ids) == 7  # connect4/6, sendmsg4/6, recvmsg4/6, egress
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
     deadline = time.monotonic() + 15
-    while run_cg.path.exists() and time.monotonic() < deadline:
+    while (run_cg.path.exists() or any(map(_prog_exists, prog_ids))) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not run_cg.path.exists(), "the reaper should remove the cgroup of a killed guard"
     for pid in guarded:
         assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2]
-    progs = subprocess.run(["bpftool", "prog", "show"], capture_output=True, text=True, timeout=30).stdout
-    assert "guard_connect4" not in progs, "no guard program may stay loaded once its guard and reaper are gone"
+    assert not any(map(_prog_exists, prog_ids)), "no program of the killed guard may stay loaded"
     # A stale cgroup left by some other crash is swept by the next start.
     stale = cgroup.find_root() / cgroup.PARENT / "999999999-1-1"
     stale.mkdir()

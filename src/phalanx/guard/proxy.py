@@ -245,7 +245,14 @@ class DnsProxy:
         self._answer(p, data)
 
     def _answer(self, p: _Pending, upstream_reply: bytes | None) -> None:
-        """Learn and publish the answer's addresses, then reply: the map is updated before the client can act."""
+        """Learn and publish the answer's addresses, then reply: the map is updated before the client can act.
+        A failure here (a map update, the events file) means the policy may no longer hold: fail closed."""
+        try:
+            self._answer_checked(p, upstream_reply)
+        except Exception as exc:
+            self.fail(f"{type(exc).__name__}: {exc}")
+
+    def _answer_checked(self, p: _Pending, upstream_reply: bytes | None) -> None:
         if p.quiet:
             p.reply(upstream_reply or dnswire.error_reply(p.query, p.q, dnswire.RCODE_SERVFAIL))
             return

@@ -14,7 +14,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Iterator
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -233,7 +233,7 @@ class _Run:
 
     # ---- the run --------------------------------------------------------------------------------------------
 
-    async def _setup(self, proxy: DnsProxy) -> Programs:
+    async def _setup(self, proxy: DnsProxy, teardown: contextlib.ExitStack) -> Programs:
         loop = asyncio.get_running_loop()
         port = await proxy.start(v6=_has_ipv6_loopback())
         config = GuardConfig(
@@ -250,6 +250,7 @@ class _Run:
             programs = load_and_attach(self.lib, config, cg_fd)
         finally:
             os.close(cg_fd)  # the links hold the cgroup now
+        teardown.callback(programs.close)
         for note in programs.fallback_log:
             print(f"phalanx guard: {note}", file=sys.stderr)
         self.maps = PolicyMaps(self.lib, programs.map_fds)
@@ -264,6 +265,7 @@ class _Run:
         self.rb = self.lib.call("ring_buffer__new", programs.map_fds["events"], self._sample_cb, None, None) or 0
         if not self.rb:
             raise GuardError("creating the event ring buffer failed")
+        teardown.callback(self._close_ring_buffer, loop)
         loop.add_reader(self.lib.call("ring_buffer__epoll_fd", self.rb), self.drain)
         return programs
 
@@ -290,48 +292,85 @@ class _Run:
             learn=self.learn,
             crash_after=_fault_crash_after(),
         )
-        programs: Programs | None = None
-        guard_reaper: reaper.Reaper | None = None
-        try:
-            programs = await self._setup(proxy)
+        # Teardown runs in reverse on every path, each step even if an earlier one failed: signal handlers, the
+        # cgroup (killed and removed while the programs still guard it), the reaper, events, programs, proxy.
+        with contextlib.ExitStack() as teardown:
+            teardown.callback(proxy.close)
+            programs = await self._setup(proxy, teardown)
             link_fds = [self.lib.call("bpf_link__fd", link) for link in programs.links]
-            guard_reaper = reaper.start(self.cg.path, link_fds)
+            teardown.callback(reaper.start(self.cg.path, link_fds).stop)
+            teardown.callback(self.cg.remove)
             proc = self._spawn()
-            exited: asyncio.Future[None] = loop.create_future()
-            pidfd = os.pidfd_open(proc.pid)
-            loop.add_reader(pidfd, _resolve, exited)
+            terminal = _hand_terminal_to(proc.pid)
+            teardown.callback(_take_terminal_back, terminal)
             for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
                 loop.add_signal_handler(sig, partial(_forward, proc.pid, sig))
+                teardown.callback(loop.remove_signal_handler, sig)
+            return await self._wait(proc, proxy)
+        raise AssertionError("unreachable")  # for mypy: the with block always returns or raises
+
+    async def _wait(self, proc: subprocess.Popen[bytes], proxy: DnsProxy) -> int:
+        """Wait for the command, or for the proxy to fail (then kill the run: fail closed)."""
+        loop = asyncio.get_running_loop()
+        exited: asyncio.Future[None] = loop.create_future()
+        pidfd = os.pidfd_open(proc.pid)
+        loop.add_reader(pidfd, _resolve, exited)
+        try:
             assert proxy.failed is not None
             waiters: list[asyncio.Future[Any]] = [exited, proxy.failed]
             await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+        finally:
             loop.remove_reader(pidfd)
             os.close(pidfd)
-            if proxy.failed.done():
-                self.cg.kill()
-                proc.wait(timeout=10)
-                raise proxy.failed.result()
-            code = _exit_code(proc.wait())
-            # Anything the command left running (daemons) would run on unguarded: stop it with the run.
+        if proxy.failed.done():
             self.cg.kill()
-            await asyncio.sleep(0)
-            self.drain()
-            return code
-        finally:
-            for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-                loop.remove_signal_handler(sig)
-            proxy.close()
-            if self.rb:
-                with contextlib.suppress(Exception):
-                    loop.remove_reader(self.lib.call("ring_buffer__epoll_fd", self.rb))
-                self.drain()
-                self.lib.call("ring_buffer__free", self.rb)
-                self.rb = 0
-            self.cg.remove()
-            if programs is not None:
-                programs.close()
-            if guard_reaper is not None:
-                guard_reaper.stop()
+            proc.wait(timeout=10)
+            raise proxy.failed.result()
+        code = _exit_code(proc.wait())
+        # Anything the command left running (daemons) would go on unguarded: it stops with the run.
+        self.cg.kill()
+        await asyncio.sleep(0)
+        self.drain()
+        return code
+
+    def _close_ring_buffer(self, loop: asyncio.AbstractEventLoop) -> None:
+        if not self.rb:
+            return
+        with contextlib.suppress(Exception):
+            loop.remove_reader(self.lib.call("ring_buffer__epoll_fd", self.rb))
+        self.drain()
+        self.lib.call("ring_buffer__free", self.rb)
+        self.rb = 0
+
+
+def _hand_terminal_to(pid: int) -> int | None:
+    """If the guard owns the terminal, give it to the command's process group (as a shell does for a foreground
+    job), so that the script can read from it and Ctrl-C reaches it. Returns the terminal's fd to take it back."""
+    try:
+        fd = sys.stdin.fileno()
+        if not os.isatty(fd) or os.tcgetpgrp(fd) != os.getpgrp():
+            return None
+        with _ignoring(signal.SIGTTOU):
+            os.tcsetpgrp(fd, pid)
+    except (OSError, ValueError):
+        return None
+    return fd
+
+
+def _take_terminal_back(fd: int | None) -> None:
+    if fd is None:
+        return
+    with contextlib.suppress(OSError), _ignoring(signal.SIGTTOU):  # we are a background group by now
+        os.tcsetpgrp(fd, os.getpgrp())
+
+
+@contextlib.contextmanager
+def _ignoring(sig: signal.Signals) -> Iterator[None]:
+    old = signal.signal(sig, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(sig, old)
 
 
 def _resolve(fut: asyncio.Future[None]) -> None:
