@@ -146,3 +146,30 @@ def test_deny_address_events_carry_pid_of_the_right_process(guard, net: Net) -> 
     assert ev["cmdline"][0] == "curl"
     # The direct parent is a shell (named by the kernel-captured comm if it has exited already).
     assert ev["parents"][-1]["cmdline"][0] in ("sh", "/bin/sh")
+
+
+def test_ctrl_c_on_a_terminal_reaches_the_command(net: Net) -> None:
+    """On a terminal the command is the foreground job: it can read input, and Ctrl-C stops it (exit 130)."""
+    import select
+
+    require_guard_support()
+    primary, secondary = os.openpty()
+    cmd = [*guard_args(net, "--quiet"), "--", "sh", "-c", "read x; echo got-$x; sleep 20; echo late"]
+    # setsid --ctty: the guard starts as a session leader whose controlling terminal is the pty, as in a shell.
+    proc = subprocess.Popen(["setsid", "--ctty", *cmd], stdin=secondary, stdout=secondary, stderr=secondary)
+    os.close(secondary)
+    out = b""
+    try:
+        os.write(primary, b"hello\n")
+        deadline = time.monotonic() + 20
+        while b"got-hello" not in out and time.monotonic() < deadline:
+            if select.select([primary], [], [], 0.2)[0]:
+                out += os.read(primary, 1024)
+        assert b"got-hello" in out
+        os.write(primary, b"\x03")
+        assert proc.wait(timeout=10) == 130, out
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+        os.close(primary)

@@ -124,10 +124,9 @@ class DnsProxy:
         loop = asyncio.get_running_loop()
         self.failed = loop.create_future()
         for host, port in self.upstreams:
-            family = socket.AF_INET6 if ":" in host else socket.AF_INET
-            t, _ = await loop.create_datagram_endpoint(
-                lambda: _UpstreamUdp(self), remote_addr=(host, port), family=family
-            )
+            up = _socket(host, socket.SOCK_DGRAM)
+            up.connect((host, port))
+            t, _ = await loop.create_datagram_endpoint(lambda: _UpstreamUdp(self), sock=up)
             self._up.append(t)
         for _ in range(BIND_ATTEMPTS):
             try:
@@ -143,17 +142,22 @@ class DnsProxy:
         return self.port
 
     async def _bind_all(self, v6: bool) -> None:
+        # Sockets are made here, not from host names, so the event loop never starts resolver threads: the guard
+        # stays single-threaded, which keeps its fork of the reaper and of the command safe.
         loop = asyncio.get_running_loop()
-        t, _ = await loop.create_datagram_endpoint(lambda: _ClientUdp(self), local_addr=("127.0.0.1", 0))
+        udp = _socket("127.0.0.1", socket.SOCK_DGRAM, ("127.0.0.1", 0))
+        self.port = udp.getsockname()[1]
+        t, _ = await loop.create_datagram_endpoint(lambda: _ClientUdp(self), sock=udp)
         self._listeners.append(t)
-        self.port = t.get_extra_info("sockname")[1]
-        self._servers.append(await asyncio.start_server(self._serve_tcp, "127.0.0.1", self.port, reuse_address=True))
-        if v6:
-            t6, _ = await loop.create_datagram_endpoint(
-                lambda: _ClientUdp(self), local_addr=("::1", self.port), family=socket.AF_INET6
-            )
-            self._listeners.append(t6)
-            self._servers.append(await asyncio.start_server(self._serve_tcp, "::1", self.port, reuse_address=True))
+        hosts = ["127.0.0.1", "::1"] if v6 else ["127.0.0.1"]
+        for host in hosts:
+            if host != "127.0.0.1":
+                udp6 = _socket(host, socket.SOCK_DGRAM, (host, self.port))
+                t6, _ = await loop.create_datagram_endpoint(lambda: _ClientUdp(self), sock=udp6)
+                self._listeners.append(t6)
+            tcp = _socket(host, socket.SOCK_STREAM, (host, self.port))
+            tcp.listen(1024)
+            self._servers.append(await asyncio.start_server(self._serve_tcp, sock=tcp))
 
     def _close_listeners(self) -> None:
         for t in self._listeners:
@@ -232,7 +236,13 @@ class DnsProxy:
     async def _forward_tcp(self, p: _Pending) -> None:
         host, port = self.upstreams[0]
         try:
-            reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), UPSTREAM_TIMEOUT_S)
+            sock = _socket(host, socket.SOCK_STREAM)
+            try:
+                await asyncio.wait_for(asyncio.get_running_loop().sock_connect(sock, (host, port)), UPSTREAM_TIMEOUT_S)
+            except BaseException:
+                sock.close()
+                raise
+            reader, writer = await asyncio.open_connection(sock=sock)
             try:
                 writer.write(len(p.query).to_bytes(2, "big") + p.query)
                 size = int.from_bytes(await asyncio.wait_for(reader.readexactly(2), UPSTREAM_TIMEOUT_S), "big")
@@ -347,3 +357,18 @@ class DnsProxy:
                 data = await asyncio.wait_for(fut, UPSTREAM_TIMEOUT_S * len(self._up) + 1)
                 out += [a for a, _ in dnswire.answer_addresses(data)]
         return out
+
+
+def _socket(host: str, kind: int, bind: tuple[str, int] | None = None) -> socket.socket:
+    """A non-blocking socket of the family of `host` (an IP address), bound if asked; closed on failure."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, kind)
+    try:
+        sock.setblocking(False)
+        if kind == socket.SOCK_STREAM and bind is not None:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if bind is not None:
+            sock.bind(bind)
+    except BaseException:
+        sock.close()
+        raise
+    return sock

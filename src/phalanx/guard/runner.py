@@ -147,6 +147,8 @@ class _Run:
         self.rb = 0
         self._sample_cb = SAMPLE_FN(self._on_sample)
         self._who_cache: dict[tuple[int, str], tuple[Who, float]] = {}
+        self._child_pgid: int | None = None
+        self._early_signals: list[signal.Signals] = []
 
     # ---- attribution and learning, called by the proxy ------------------------------------------------------
 
@@ -269,10 +271,20 @@ class _Run:
         loop.add_reader(self.lib.call("ring_buffer__epoll_fd", self.rb), self.drain)
         return programs
 
-    def _spawn(self) -> subprocess.Popen[bytes]:
+    def _forward(self, sig: signal.Signals) -> None:
+        """SIGINT/SIGTERM/SIGHUP to the guard go to the command's whole process group."""
+        if self._child_pgid is None:
+            self._early_signals.append(sig)
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self._child_pgid, sig)
+
+    def _spawn(self, terminal: int | None) -> subprocess.Popen[bytes]:
         try:
+            # Join the cgroup between fork and exec: the command never runs a single instruction outside it.
+            # Its own process group lets signals reach all of it; it takes the terminal, if we had it, before exec.
             return subprocess.Popen(
-                self.options.command, preexec_fn=partial(cgroup.join, self.cg.procs), process_group=0
+                self.options.command, preexec_fn=partial(_child_setup, self.cg.procs, terminal), process_group=0
             )
         except FileNotFoundError as exc:
             raise CommandStartError(f"cannot start {self.options.command[0]!r}: command not found", 127) from exc
@@ -300,12 +312,17 @@ class _Run:
             link_fds = [self.lib.call("bpf_link__fd", link) for link in programs.links]
             teardown.callback(reaper.start(self.cg.path, link_fds).stop)
             teardown.callback(self.cg.remove)
-            proc = self._spawn()
-            terminal = _hand_terminal_to(proc.pid)
-            teardown.callback(_take_terminal_back, terminal)
+            # Signals are caught before the command exists, so none can hit the guard unhandled at start.
             for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-                loop.add_signal_handler(sig, partial(_forward, proc.pid, sig))
+                loop.add_signal_handler(sig, self._forward, sig)
                 teardown.callback(loop.remove_signal_handler, sig)
+            terminal = _owned_terminal()
+            teardown.callback(_take_terminal_back, terminal)
+            proc = self._spawn(terminal)
+            self._child_pgid = proc.pid
+            _give_terminal(terminal, proc.pid)
+            for sig in self._early_signals:
+                self._forward(sig)
             return await self._wait(proc, proxy)
         raise AssertionError("unreachable")  # for mypy: the with block always returns or raises
 
@@ -343,18 +360,33 @@ class _Run:
         self.rb = 0
 
 
-def _hand_terminal_to(pid: int) -> int | None:
-    """If the guard owns the terminal, give it to the command's process group (as a shell does for a foreground
-    job), so that the script can read from it and Ctrl-C reaches it. Returns the terminal's fd to take it back."""
+def _owned_terminal() -> int | None:
+    """The terminal's fd if the guard is its foreground job: the command then takes it over, as a shell's
+    foreground job does, so that the script can read from it and Ctrl-C reaches it."""
     try:
         fd = sys.stdin.fileno()
-        if not os.isatty(fd) or os.tcgetpgrp(fd) != os.getpgrp():
-            return None
-        with _ignoring(signal.SIGTTOU):
-            os.tcsetpgrp(fd, pid)
+        return fd if os.isatty(fd) and os.tcgetpgrp(fd) == os.getpgrp() else None
     except (OSError, ValueError):
         return None
-    return fd
+
+
+def _child_setup(procs: Path, terminal: int | None) -> None:
+    """In the child, between fork and exec: enter the cgroup, then take the terminal for the new process group."""
+    cgroup.join(procs)
+    if terminal is not None:
+        with contextlib.suppress(OSError), _ignoring(signal.SIGTTOU):
+            os.tcsetpgrp(terminal, os.getpgrp())
+
+
+def _give_terminal(fd: int | None, pgid: int) -> None:
+    """The parent's half of the hand-over, as shells do it: set the foreground group too (whichever of parent and
+    child runs first wins the race harmlessly), then continue the group in case a read stopped it in between."""
+    if fd is None:
+        return
+    with contextlib.suppress(OSError), _ignoring(signal.SIGTTOU):
+        os.tcsetpgrp(fd, pgid)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pgid, signal.SIGCONT)
 
 
 def _take_terminal_back(fd: int | None) -> None:
@@ -376,11 +408,6 @@ def _ignoring(sig: signal.Signals) -> Iterator[None]:
 def _resolve(fut: asyncio.Future[None]) -> None:
     if not fut.done():
         fut.set_result(None)
-
-
-def _forward(pid: int, sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pid, sig)
 
 
 def procinfo_time(ts_ns: int) -> float:
