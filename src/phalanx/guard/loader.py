@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import ctypes
 import errno
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,7 +33,7 @@ SHARED_MAPS = (
     "seen_allowed",
     "events",
 )
-_NOT_SUPPORTED = {errno.EPERM, errno.EINVAL, errno.EOPNOTSUPP, errno.ENOSYS, errno.ENOTSUP}
+_NOT_SUPPORTED = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOSYS, errno.ENOTSUP}
 
 
 @dataclass
@@ -89,10 +88,15 @@ def _load(lib: Libbpf, obj: int, name: str) -> None:
     err = lib.call("bpf_object__load", obj)
     if err:
         log = lib.take_log()[-3000:]
-        msg = f"loading {name}.bpf.o into the kernel: {errno_text(err)}\n{log}"
-        if abs(err) in _NOT_SUPPORTED and os.geteuid() != 0:
-            raise NotSupportedError(msg + "\nrun the guard as root")
-        raise BpfError(msg)
+        msg = f"loading {name}.bpf.o into the kernel: {errno_text(err)}"
+        if abs(err) in _NOT_SUPPORTED:
+            # The kernel refuses BPF itself (no CAP_BPF/CAP_NET_ADMIN, lockdown, an unprivileged container, a kernel
+            # without cgroup BPF): nothing the policy can change.
+            raise NotSupportedError(
+                f"{msg}: this kernel or context does not allow cgroup eBPF programs; run the guard as root on the "
+                "host (not in an unprivileged container), with a kernel built with CONFIG_CGROUP_BPF (5.7 or newer)"
+            )
+        raise BpfError(f"{msg} (the verifier rejected it; its log follows)\n{log}")
 
 
 def _attach(programs: Programs, obj: int, prog_name: str, cgroup_fd: int) -> None:
