@@ -4,7 +4,7 @@ Hand-written rather than a full library so that a query costs microseconds."""
 
 from __future__ import annotations
 
-import ipaddress
+import socket
 import struct
 from dataclasses import dataclass
 
@@ -68,13 +68,13 @@ def parse_question(data: bytes) -> Question:
     return Question(qid, name, qtype, off + 4)
 
 
-def answer_addresses(data: bytes) -> list[tuple[ipaddress.IPv4Address | ipaddress.IPv6Address, int]]:
-    """(address, ttl) of every A and AAAA record in the answer section (CNAME targets' records included)."""
+def answer_addresses(data: bytes) -> list[tuple[str, int]]:
+    """(address as text, ttl) of every A and AAAA record in the answer section (CNAME targets' included)."""
     if len(data) < 12:
         return []
     _id, _flags, qdcount, ancount = _HEADER.unpack_from(data)[:4]
     off = 12
-    out: list[tuple[ipaddress.IPv4Address | ipaddress.IPv6Address, int]] = []
+    out: list[tuple[str, int]] = []
     try:
         for _ in range(qdcount):
             off = _skip_name(data, off) + 4
@@ -85,9 +85,9 @@ def answer_addresses(data: bytes) -> list[tuple[ipaddress.IPv4Address | ipaddres
             if off + rdlen > len(data):
                 break  # truncated: keep what we read
             if rtype == TYPE_A and rdlen == 4:
-                out.append((ipaddress.IPv4Address(data[off : off + 4]), ttl))
+                out.append((socket.inet_ntop(socket.AF_INET, data[off : off + 4]), ttl))
             elif rtype == TYPE_AAAA and rdlen == 16:
-                out.append((ipaddress.IPv6Address(data[off : off + 16]), ttl))
+                out.append((socket.inet_ntop(socket.AF_INET6, data[off : off + 16]), ttl))
             off += rdlen
     except (struct.error, WireError):
         pass  # keep what we read; a truncated answer still taught us those addresses

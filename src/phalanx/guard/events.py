@@ -3,11 +3,11 @@ as they happen, counted for the end-of-run summary, and announced on stderr when
 
 from __future__ import annotations
 
+import functools
 import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import IO, Literal
 
 import msgspec
@@ -39,7 +39,7 @@ class Event:
 
     def to_json(self) -> dict[str, object]:
         return {
-            "time": datetime.fromtimestamp(self.time, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+            "time": _rfc3339(self.time),
             "verdict": self.verdict,
             "rule": self.rule,
             "kind": self.kind,
@@ -62,6 +62,17 @@ class Event:
         """`deploy.sh -> install-tools.sh -> curl https://github.com/...` (the guarded command first)."""
         parts = [_short(p.cmdline) for p in self.parents] + [_short(self.cmdline, full=True)]
         return " -> ".join(parts)
+
+
+@functools.lru_cache(maxsize=4)
+def _second(whole: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole))
+
+
+def _rfc3339(t: float) -> str:
+    """UTC with milliseconds; the seconds part is cached, as events come in bursts within one second."""
+    whole = int(t)
+    return f"{_second(whole)}.{int((t - whole) * 1000):03d}Z"
 
 
 def _short(argv: tuple[str, ...], full: bool = False) -> str:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
-import ipaddress
 import socket
 import time
 from collections.abc import Callable, Coroutine
@@ -22,7 +21,6 @@ from phalanx.guard.events import Event, EventSink, Verdict
 from phalanx.guard.policy import Decision, Policy
 from phalanx.guard.procinfo import ProcessRef
 
-IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 UPSTREAM_TIMEOUT_S = 2.0
 TCP_IDLE_S = 10.0
 BIND_ATTEMPTS = 50
@@ -39,7 +37,7 @@ class Who:
 
 
 Attributor = Callable[[int, int], Who | None]  # (IP protocol, client port) -> process
-Learner = Callable[[str, list[tuple[IPAddress, int]], Decision], None]
+Learner = Callable[[str, list[tuple[str, int]], Decision], None]
 
 
 @dataclass
@@ -280,7 +278,7 @@ class DnsProxy:
             p.reply(dnswire.error_reply(p.query, p.q, dnswire.RCODE_SERVFAIL))
         self._record(p, verdict, addrs)
 
-    def _record(self, p: _Pending, verdict: Verdict, addrs: list[tuple[IPAddress, int]]) -> None:
+    def _record(self, p: _Pending, verdict: Verdict, addrs: list[tuple[str, int]]) -> None:
         who = p.who
         self.sink.emit(
             Event(
@@ -289,7 +287,7 @@ class DnsProxy:
                 rule=p.decision.rule,
                 kind="dns",
                 name=p.q.name,
-                addresses=tuple(dict.fromkeys(str(a) for a, _ in addrs)),
+                addresses=tuple(dict.fromkeys(a for a, _ in addrs)),
                 port=53,
                 protocol=p.protocol,
                 pid=who.pid if who else None,
@@ -338,9 +336,9 @@ class DnsProxy:
 
     # ---- the guard's own lookups -----------------------------------------------------------------------------
 
-    async def resolve(self, name: str) -> list[IPAddress]:
+    async def resolve(self, name: str) -> list[str]:
         """Resolve `name` (A and AAAA) through the upstreams, for the addresses of denied names."""
-        out: list[IPAddress] = []
+        out: list[str] = []
         for qtype in (dnswire.TYPE_A, dnswire.TYPE_AAAA):
             labels = b"".join(len(x).to_bytes(1, "big") + x.encode() for x in name.split("."))
             query = b"\x00\x00\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00" + labels + b"\x00" + qtype.to_bytes(2, "big")

@@ -170,15 +170,16 @@ class _Run:
         self._who_cache[key] = (who, now + WHO_CACHE_S)
         return who
 
-    def learn(self, name: str, addrs: list[tuple[IPAddress, int]], decision: Decision) -> None:
+    def learn(self, name: str, addrs: list[tuple[str, int]], decision: Decision) -> None:
         if self.maps is None:
             return
         for addr, ttl in addrs:
-            self.names[str(addr)] = name
+            self.names[addr] = name
             if not decision.allowed:
                 self.maps.put_cidr("deny", ipaddress.ip_network(addr), decision.rule_id)
             elif self.policy.strict:
-                self.maps.learn(addr, decision.rule_id or RULE_LEARNED, max(ttl, TTL_FLOOR_S) + TTL_GRACE_S)
+                ip = ipaddress.ip_address(addr)
+                self.maps.learn(ip, decision.rule_id or RULE_LEARNED, max(ttl, TTL_FLOOR_S) + TTL_GRACE_S)
 
     # ---- kernel events --------------------------------------------------------------------------------------
 
