@@ -148,6 +148,15 @@ def test_deny_address_events_carry_pid_of_the_right_process(guard, net: Net) -> 
     assert ev["parents"][-1]["cmdline"][0] in ("sh", "/bin/sh")
 
 
+def _session_states(sid: int) -> str:
+    """ps of a session, with each process's syscall and signal masks: what a hung terminal test needs to be read."""
+    script = (
+        f"ps -o pid,ppid,pgid,tpgid,stat,wchan:20,cmd -s {sid}; for p in $(ps -o pid= -s {sid}); do "
+        "echo $p $(cat /proc/$p/syscall); grep -E 'SigBlk|SigIgn|SigPnd|ShdPnd' /proc/$p/status; done"
+    )
+    return subprocess.run(["sh", "-c", script], capture_output=True, text=True, timeout=30).stdout
+
+
 def test_ctrl_c_on_a_terminal_reaches_the_command(net: Net) -> None:
     """On a terminal the command is the foreground job: it can read input, and Ctrl-C stops it (exit 130)."""
     import select
@@ -167,7 +176,11 @@ def test_ctrl_c_on_a_terminal_reaches_the_command(net: Net) -> None:
                 out += os.read(primary, 1024)
         assert b"got-hello" in out
         os.write(primary, b"\x03")
-        assert proc.wait(timeout=10) == 130, out
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"the guard did not stop after Ctrl-C:\n{_session_states(proc.pid)}") from None
+        assert proc.returncode == 130, out
     finally:
         if proc.poll() is None:
             proc.kill()
