@@ -20,6 +20,7 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
+from typing import Any
 
 SIZE = 1 << 29
 
@@ -56,8 +57,43 @@ def listener() -> socket.socket:
     return s
 
 
+def bpf_costs() -> dict[str, tuple[int, int]]:
+    """(total run ns, runs) of each program attached to this process's cgroup (needs kernel.bpf_stats_enabled)."""
+    rel = Path("/proc/self/cgroup").read_text().split("0::", 1)[1].strip()
+    mounts = [line.split()[1] for line in Path("/proc/mounts").read_text().splitlines() if line.split()[2] == "cgroup2"]
+    path = min(mounts, key=len) + rel
+    show = subprocess.run(["bpftool", "-j", "cgroup", "show", path], capture_output=True, text=True, timeout=30)
+    costs: dict[str, tuple[int, int]] = {}
+    try:
+        attached = json.loads(show.stdout)
+    except json.JSONDecodeError:  # nothing attached (the unguarded run)
+        return costs
+    for prog in attached:
+        info = subprocess.run(
+            ["bpftool", "-j", "prog", "show", "id", str(prog["id"])], capture_output=True, text=True, timeout=30
+        )
+        p = json.loads(info.stdout)
+        if p.get("run_cnt"):
+            costs[p["name"]] = (p["run_time_ns"], p["run_cnt"])
+    return costs
+
+
+def run_curl(url: str) -> None:
+    """Download with curl; print its speed and the egress program's total run time during it, as JSON."""
+    import time
+
+    before = bpf_costs().get("guard_egress", (0, 0))
+    t0 = time.perf_counter()
+    out = subprocess.run(
+        ["curl", "-s", "-o", "/dev/null", "-w", "%{speed_download}", url], capture_output=True, text=True, timeout=300
+    ).stdout
+    elapsed = time.perf_counter() - t0
+    after = bpf_costs().get("guard_egress", (0, 0))
+    print(json.dumps({"speed": float(out or "nan"), "egress_share": (after[0] - before[0]) / 1e9 / elapsed}))
+
+
 def run_probe(port: int, n: int) -> None:
-    """Time n connect() calls; print p50 and mean in microseconds as JSON."""
+    """Time n connect() calls; print p50 and mean in microseconds (and, when guarded, the programs' cost) as JSON."""
     import time
 
     times = []
@@ -68,7 +104,8 @@ def run_probe(port: int, n: int) -> None:
         times.append((time.perf_counter_ns() - t0) / 1000)
         s.close()
     times.sort()
-    print(json.dumps({"p50": times[len(times) // 2], "mean": statistics.fmean(times), "p99": times[int(n * 0.99)]}))
+    result = {"p50": times[len(times) // 2], "mean": statistics.fmean(times), "p99": times[int(n * 0.99)]}
+    print(json.dumps({**result, "bpf_ns": bpf_costs()}))
 
 
 def main() -> int:
@@ -76,7 +113,11 @@ def main() -> int:
     ap.add_argument("--connects", type=int, default=3000)
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--probe", type=int)
+    ap.add_argument("--curl")
     args = ap.parse_args()
+    if args.curl:
+        run_curl(args.curl)
+        return 0
     if args.probe:
         run_probe(args.probe, args.connects)
         return 0
@@ -111,17 +152,27 @@ def main() -> int:
             "--",
         ]
         probe = [sys.executable, __file__, "--probe", str(c_port), "--connects", str(args.connects)]
-        curl = ["curl", "-s", "-o", "/dev/null", "-w", "%{speed_download}", f"http://127.0.0.1:{h_port}/"]
-        res: dict[str, list[dict[str, float]]] = {"direct": [], "guarded": []}
+        curl = [sys.executable, __file__, "--curl", f"http://127.0.0.1:{h_port}/"]
+        res: dict[str, list[dict[str, Any]]] = {"direct": [], "guarded": []}
+        stats = Path("/proc/sys/kernel/bpf_stats_enabled")
+        stats_before = stats.read_text().strip()
+        stats.write_text("1")  # per-program run time, for the kernel-side cost below; restored at the end
         tput: dict[str, list[float]] = {"direct": [], "guarded": []}
-        for _ in range(args.rounds):
-            for mode, prefix in (("direct", []), ("guarded", guard)):
-                out = subprocess.run([*prefix, *probe], capture_output=True, text=True, timeout=300).stdout
-                res[mode].append(json.loads(out.strip().splitlines()[-1]))
-                out = subprocess.run([*prefix, *curl], capture_output=True, text=True, timeout=300).stdout
-                tput[mode].append(float(out.strip() or "nan"))
-        c_sock.close()
-        h_sock.close()
+        shares: list[float] = []
+        try:
+            for _ in range(args.rounds):
+                for mode, prefix in (("direct", []), ("guarded", guard)):
+                    out = subprocess.run([*prefix, *probe], capture_output=True, text=True, timeout=300).stdout
+                    res[mode].append(json.loads(out.strip().splitlines()[-1]))
+                    out = subprocess.run([*prefix, *curl], capture_output=True, text=True, timeout=300).stdout
+                    dl = json.loads(out.strip().splitlines()[-1])
+                    tput[mode].append(dl["speed"])
+                    if mode == "guarded":
+                        shares.append(dl["egress_share"])
+        finally:
+            c_sock.close()
+            h_sock.close()
+            stats.write_text(stats_before)
     med = {m: {k: statistics.median(r[k] for r in res[m]) for k in ("p50", "mean", "p99")} for m in res}
     bw = {m: statistics.median(tput[m]) for m in tput}
     print(f"connect() and bulk transfer, guarded vs unguarded ({args.rounds} rounds, medians, {os.cpu_count()} CPUs)")
@@ -131,8 +182,15 @@ def main() -> int:
             f"{'connect() ' + k + ' us':26}{med['direct'][k]:>12.1f}{med['guarded'][k]:>12.1f}"
             f"{med['guarded'][k] - med['direct'][k]:>12.1f}"
         )
+    costs: dict[str, list[float]] = {}
+    for r in res["guarded"]:
+        for name, (total, runs) in r["bpf_ns"].items():
+            costs.setdefault(name, []).append(total / runs)
+    for name in sorted(costs):
+        print(f"{'  ' + name + ' ns/run':26}{'':>12}{statistics.median(costs[name]):>12.0f}")
     loss = (1 - bw["guarded"] / bw["direct"]) * 100
     print(f"{'HTTP download MB/s':26}{bw['direct'] / 1e6:>12.0f}{bw['guarded'] / 1e6:>12.0f}{-loss:>11.1f}%")
+    print(f"{'  egress program CPU share of the transfer':44}{statistics.median(shares) * 100:>11.2f}%")
     return 0
 
 
