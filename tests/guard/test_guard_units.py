@@ -15,7 +15,7 @@ from dnslib import EDNS0, QTYPE, RR, A, DNSRecord
 
 from phalanx.cli import cli
 from phalanx.guard import abi, cgroup, dnswire, policy
-from phalanx.guard.errors import PolicyError
+from phalanx.guard.errors import NotSupportedError, PolicyError
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -306,3 +306,37 @@ def test_environment_warnings(tmp_path: Path) -> None:
     assert any("systemd-resolved" in w for w in environment_warnings(nss, mounts))
     nss.write_text("hosts: files dns\n")
     assert environment_warnings(nss, mounts) == []
+
+
+def test_not_root_is_refused_with_the_reason_and_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("os.geteuid", lambda: 1000)
+    r = CliRunner().invoke(cli, ["guard", "--", "true"])
+    assert r.exit_code == 71
+    assert "needs root" in r.output and "sudo" in r.output
+
+
+def test_missing_cgroup2_is_refused(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from phalanx.guard import runner
+
+    mounts = tmp_path / "mounts"
+    mounts.write_text("cgroup /sys/fs/cgroup/cpu cgroup rw,cpu 0 0\n")
+    monkeypatch.setattr("os.geteuid", lambda: 0)
+    real_find_root = cgroup.find_root
+    monkeypatch.setattr(cgroup, "find_root", lambda: real_find_root(str(mounts)))
+    with pytest.raises(NotSupportedError, match="cgroup v2 is not mounted"):
+        runner.preflight()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["guard"], "Usage"),
+        (["guard", "--events", "/nonexistent/dir/e.jsonl", "--", "true"], "cannot write the events file"),
+        (["guard", "--deny", "not a name", "--", "true"], "neither a CIDR"),
+        (["guard", "--upstream", "dns.example", "--", "true"], "must be an IP address"),
+    ],
+    ids=["no-command", "events-unwritable", "bad-deny", "bad-upstream"],
+)
+def test_usage_errors_exit_2(args: list[str], message: str) -> None:
+    r = CliRunner().invoke(cli, args)
+    assert r.exit_code == 2 and message in r.output, r.output
