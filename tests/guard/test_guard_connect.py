@@ -123,3 +123,16 @@ def test_processes_outside_the_cgroup_are_unaffected(net: Net, tmp_path: Path) -
             pass
     finally:
         assert proc.wait(timeout=30) == 0
+
+
+def test_raw_socket_packets_are_dropped_by_the_egress_program(guard, net: Net) -> None:
+    """A raw socket passes no connect or sendmsg hook: the cgroup_skb program is what stops it."""
+    code = (
+        "import socket;s=socket.socket(socket.AF_INET,socket.SOCK_RAW,socket.IPPROTO_UDP)\\n"
+        f"try: s.sendto(bytes(8),('{DENIED_IP}',0)); print('sent')\\n"
+        "except PermissionError: print('EPERM')"
+    )
+    r = guard(f'printf "{code}" | python3', "--deny", DENIED_IP)
+    assert "EPERM" in r.stdout, r.stdout + r.stderr
+    ev = denied(r.events, "packet")
+    assert ev and ev[0]["addresses"] == [DENIED_IP] and ev[0]["rule"] == f"deny cidr {DENIED_IP}/32"

@@ -120,3 +120,16 @@ def test_events_of_a_real_run_match_the_schema_and_name_the_right_pid(guard, net
     for e in r.events:
         jsonschema.validate(e, schema)
     assert denied(r.events, "dns")[0]["pid"] == int(pidfile.read_text())
+
+
+def test_dns_to_an_ipv6_server_is_redirected(guard, net: Net) -> None:
+    r = guard("dig +short +time=2 +tries=1 @::1 allowed.test; dig +tcp +short +time=2 +tries=1 @::1 allowed.test")
+    assert r.stdout.split() == ["127.0.0.10", "127.0.0.10"], r.stdout + r.stderr
+    code = (
+        "import socket;"
+        "q=bytes.fromhex('abcd01000001000000000000')+b'\\x07allowed\\x04test\\x00\\x00\\x01\\x00\\x01';"
+        "s=socket.socket(socket.AF_INET6,socket.SOCK_DGRAM);s.settimeout(3);"
+        "s.sendto(q,('::1',53));d,a=s.recvfrom(512);print('from',a[0],a[1],'ip','.'.join(map(str,d[-4:])))"
+    )
+    r = guard(f'python3 -c "{code}"')
+    assert "from ::1 53 ip 127.0.0.10" in r.stdout, r.stderr
