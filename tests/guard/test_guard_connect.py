@@ -136,3 +136,17 @@ def test_raw_socket_packets_are_dropped_by_the_egress_program(guard, net: Net) -
     assert "EPERM" in r.stdout, r.stdout + r.stderr
     ev = denied(r.events, "packet")
     assert ev and ev[0]["addresses"] == [DENIED_IP] and ev[0]["rule"] == f"deny cidr {DENIED_IP}/32"
+
+
+def test_every_denial_is_recorded_or_counted_as_lost(guard, net: Net) -> None:
+    n = 3000
+    code = (
+        "import socket\\n"
+        f"for i in range({n}):\\n"
+        "    s=socket.socket(); assert s.connect_ex(('127.0.0.20', 80)) == 1; s.close()\\n"
+        "print('done')"
+    )
+    r = guard(f'printf "{code}" | python3', "--deny", DENIED_IP)
+    assert "done" in r.stdout, r.stderr
+    lost = [int(w.split()[1]) for w in r.stderr.splitlines() if "kernel events were lost" in w]
+    assert len(denied(r.events, "connect")) + sum(lost) == n

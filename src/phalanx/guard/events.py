@@ -98,6 +98,7 @@ class EventSink:
     quiet: bool = False
     counts: Counter[tuple[str, str, str]] = field(default_factory=Counter)  # (verdict, kind, target)
     total: int = 0
+    lost: int = 0  # kernel events lost to a full ring buffer
 
     def emit(self, event: Event) -> None:
         self.total += 1

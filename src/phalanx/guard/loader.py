@@ -31,6 +31,7 @@ SHARED_MAPS = (
     "orig_dst",
     "client_ports",
     "seen_allowed",
+    "lost_events",
     "events",
 )
 _NOT_SUPPORTED = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOSYS, errno.ENOTSUP}

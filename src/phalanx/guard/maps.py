@@ -54,6 +54,13 @@ class PolicyMaps:
         else:
             self._put("learned6", (ctypes.c_uint8 * 16)(*addr.packed), value)
 
+    def lost_events(self) -> int:
+        """Events the programs could not emit because the ring buffer was full."""
+        key, value = ctypes.c_uint32(0), ctypes.c_uint64(0)
+        if self._lookup(self._fds["lost_events"], ctypes.byref(key), ctypes.byref(value)):
+            return 0
+        return int(value.value)
+
     def client(self, protocol: int, port: int) -> ClientOwner | None:
         """Which process sent from this local port to the proxy (recorded by the egress program)."""
         self._port_key.port = ((port & 0xFF) << 8) | (port >> 8)  # network byte order

@@ -143,4 +143,6 @@ def summary(sink: EventSink, mode: str, exit_code: int) -> str:
         lines.append(f"  {verdict:<6} {kind:<8} {target:<48} x{n}")
     if len(rows) > 40:
         lines.append(f"  ... {len(rows) - 40} more (see --events)")
+    if sink.lost:
+        lines.append(f"  warning: {sink.lost} kernel events were lost (ring buffer full): the record is incomplete")
     return "\n".join(lines) + "\n"

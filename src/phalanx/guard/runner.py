@@ -354,6 +354,8 @@ class _Run:
     def _close_ring_buffer(self, loop: asyncio.AbstractEventLoop) -> None:
         if not self.rb:
             return
+        if self.maps is not None:
+            self.sink.lost = self.maps.lost_events()
         with contextlib.suppress(Exception):
             loop.remove_reader(self.lib.call("ring_buffer__epoll_fd", self.rb))
         self.drain()

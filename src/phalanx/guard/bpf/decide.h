@@ -98,6 +98,15 @@ static __always_inline __u8 decide6(const __u32 *a, __u32 *rule)
 	return VERDICT_DENY;
 }
 
+static __always_inline void count_lost(void)
+{
+	__u32 zero = 0;
+	__u64 *lost = bpf_map_lookup_elem(&lost_events, &zero);
+
+	if (lost)
+		__sync_fetch_and_add(lost, 1);
+}
+
 /* Remember which process owns the socket, for the egress program and for the proxy's attribution. */
 static __always_inline void remember_owner(__u64 cookie, __u32 flags)
 {
@@ -137,8 +146,10 @@ static __always_inline void emit_sock_event(__u64 cookie, __u8 hook, __u8 verdic
 {
 	struct guard_event *ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
 
-	if (!ev)
+	if (!ev) {
+		count_lost();
 		return;
+	}
 	__builtin_memset(ev, 0, sizeof(*ev));
 	ev->ts_ns = bpf_ktime_get_ns();
 	ev->cookie = cookie;

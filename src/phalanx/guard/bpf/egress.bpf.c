@@ -80,6 +80,8 @@ static __always_inline int judge(struct __sk_buff *skb, __u64 cookie, __u8 famil
 			ev->hook = HOOK_EGRESS;
 			__builtin_memcpy(ev->addr, daddr, 16);
 			bpf_ringbuf_submit(ev, 0);
+		} else {
+			count_lost();
 		}
 	}
 	return verdict == VERDICT_AUDIT ? 1 : 0;

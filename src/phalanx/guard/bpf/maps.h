@@ -79,6 +79,14 @@ struct {
 	__type(value, __u8);
 } seen_allowed SEC(".maps");
 
+/* Events lost because the ring buffer was full: counted, so the summary can say the record is incomplete. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} lost_events SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 1 << 20);
