@@ -40,6 +40,7 @@ from phalanx.guard.proxy import DnsProxy, Who
 
 TTL_FLOOR_S = 60.0  # short TTLs would expire an address between the answer and a slow script's connect
 TTL_GRACE_S = 30.0
+MAX_LEARNED_PER_ANSWER = 64  # a name with thousands of addresses (object stores) must not flood the maps
 WHO_CACHE_S = 0.5  # how long a process snapshot is reused for further queries from the same pid and comm
 FAULT_ENV = "PHALANX_GUARD_FAULT"  # test-only fault injection: "proxy-crash-after=N"
 
@@ -173,6 +174,8 @@ class _Run:
     def learn(self, name: str, addrs: list[tuple[str, int]], decision: Decision) -> None:
         if self.maps is None:
             return
+        if decision.allowed:
+            addrs = addrs[:MAX_LEARNED_PER_ANSWER]  # denied names keep every address: those are all refused
         for addr, ttl in addrs:
             self.names[addr] = name
             if not decision.allowed:
