@@ -123,7 +123,11 @@ class DnsProxy:
         self.failed = loop.create_future()
         for host, port in self.upstreams:
             up = _socket(host, socket.SOCK_DGRAM)
-            up.connect((host, port))
+            try:
+                up.connect((host, port))
+            except OSError as exc:
+                up.close()
+                raise ProxyError(f"cannot use upstream resolver {host}:{port}: {exc.strerror}") from exc
             t, _ = await loop.create_datagram_endpoint(lambda: _UpstreamUdp(self), sock=up)
             self._up.append(t)
         for _ in range(BIND_ATTEMPTS):
