@@ -260,20 +260,23 @@ class _Run:
         for note in programs.fallback_log:
             print(f"phalanx guard: {note}", file=sys.stderr)
         self.maps = PolicyMaps(self.lib, programs.map_fds)
-        for net in self.policy.deny_cidrs:
-            self.maps.put_cidr("deny", net, self.policy.rule_id(f"deny cidr {net}"))
-        for net in self.policy.allow_cidrs:
-            self.maps.put_cidr("allow", net, self.policy.rule_id(f"allow cidr {net}"))
-        # Resolve exact denied names now, so /etc/hosts, --resolve and hard-coded copies of their addresses fail.
-        exact = [r.pattern for r in self.policy.deny_names if not r.pattern.startswith("*.")]
-        for name, addrs in zip(exact, await asyncio.gather(*(proxy.resolve(n) for n in exact)), strict=True):
-            self.learn(name, [(a, 0) for a in addrs], self.policy.decide_name(name))
+        await self._write_policy(self.maps, proxy)
         self.rb = self.lib.call("ring_buffer__new", programs.map_fds["events"], self._sample_cb, None, None) or 0
         if not self.rb:
             raise GuardError("creating the event ring buffer failed")
         teardown.callback(self._close_ring_buffer, loop)
         loop.add_reader(self.lib.call("ring_buffer__epoll_fd", self.rb), self.drain)
         return programs
+
+    async def _write_policy(self, maps: PolicyMaps, proxy: DnsProxy) -> None:
+        for net in self.policy.deny_cidrs:
+            maps.put_cidr("deny", net, self.policy.rule_id(f"deny cidr {net}"))
+        for net in self.policy.allow_cidrs:
+            maps.put_cidr("allow", net, self.policy.rule_id(f"allow cidr {net}"))
+        # Resolve exact denied names now, so /etc/hosts, --resolve and hard-coded copies of their addresses fail.
+        exact = [r.pattern for r in self.policy.deny_names if not r.pattern.startswith("*.")]
+        for name, addrs in zip(exact, await asyncio.gather(*(proxy.resolve(n) for n in exact)), strict=True):
+            self.learn(name, [(a, 0) for a in addrs], self.policy.decide_name(name))
 
     def _forward(self, sig: signal.Signals) -> None:
         """SIGINT/SIGTERM/SIGHUP to the guard go to the command's whole process group."""
