@@ -136,6 +136,7 @@ def test_raw_socket_packets_are_dropped_by_the_egress_program(guard, net: Net) -
     assert "EPERM" in r.stdout, r.stdout + r.stderr
     ev = denied(r.events, "packet")
     assert ev and ev[0]["addresses"] == [DENIED_IP] and ev[0]["rule"] == f"deny cidr {DENIED_IP}/32"
+    assert ev[0]["comm"] == "python3" and isinstance(ev[0]["pid"], int)  # the socket's creator (sock_create)
 
 
 def test_every_denial_is_recorded_or_counted_as_lost(guard, net: Net) -> None:

@@ -95,7 +95,7 @@ def test_sigkilled_guard_leaves_nothing_and_next_start_is_clean(net: Net, tmp_pa
         guarded = run_cg.pids()
         assert guarded and proc.pid not in guarded  # the guard (and its proxy) stay outside the guarded cgroup
         prog_ids = _attached_prog_ids(run_cg.path)
-        assert len(prog_ids) == 7  # connect4/6, sendmsg4/6, recvmsg4/6, egress
+        assert len(prog_ids) == 8  # connect4/6, sendmsg4/6, recvmsg4/6, egress, sock_create
     finally:
         proc.kill()
         proc.wait(timeout=10)

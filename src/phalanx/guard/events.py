@@ -79,7 +79,7 @@ def _short(argv: tuple[str, ...], full: bool = False) -> str:
     if not argv:
         return "?"
     if full:
-        return " ".join(argv)[:200]
+        return " ".join(argv).replace("\n", " ")[:200]
     # For a script run by an interpreter, the script is the interesting part; `sh -c '...'` shows its code.
     prog = argv[0].rsplit("/", 1)[-1]
     if len(argv) > 1 and prog in {"sh", "bash", "dash", "python3", "python"}:

@@ -19,6 +19,7 @@ OBJECTS: dict[str, tuple[str, ...]] = {
     "connect": ("guard_connect4", "guard_connect6"),
     "dns_udp": ("guard_sendmsg4", "guard_sendmsg6", "guard_recvmsg4", "guard_recvmsg6"),
     "egress": ("guard_egress",),
+    "sock_create": ("guard_sock_create",),
 }
 SHARED_MAPS = (
     "deny4",

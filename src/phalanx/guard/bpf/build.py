@@ -11,7 +11,7 @@ import sysconfig
 from pathlib import Path
 
 SOURCE_DIR = Path(__file__).resolve().parent
-PROGRAMS = ("connect", "dns_udp", "egress")
+PROGRAMS = ("connect", "dns_udp", "egress", "sock_create")
 COMPILE_TIMEOUT_S = 120
 
 
