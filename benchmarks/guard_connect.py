@@ -2,10 +2,11 @@
 
 - connect() latency: a Python client opens and closes TCP connections to a listener on 127.0.0.1 and times each
   connect() (cgroup/connect4 + the egress program on the SYN); p50 and mean, several alternating rounds.
+- Server and client are pinned to different CPUs, and the two modes alternate in order, round by round.
 - bulk throughput: curl downloads 512 MiB over HTTP from a loopback server (sendfile), -w %{speed_download}; the
   egress program sees every packet the client sends.
 The guarded runs carry a realistic policy (denied names and CIDRs) and write events. Loopback only; run as root:
-python benchmarks/guard_connect.py [--connects 3000] [--rounds 7]. Prints a table; never fails on numbers.
+python benchmarks/guard_connect.py [--connects 3000] [--rounds 21]. Prints a table; never fails on numbers.
 """
 
 from __future__ import annotations
@@ -23,6 +24,12 @@ from pathlib import Path
 from typing import Any
 
 SIZE = 1 << 29
+SERVER_CPU, CLIENT_CPU = 0, 1  # pinned apart: where the scheduler puts them would otherwise swing results by 2x
+
+
+def pin(cpu: int) -> None:
+    if len(os.sched_getaffinity(0)) > 1:
+        os.sched_setaffinity(0, {cpu})
 
 
 def serve_connects(sock: socket.socket) -> None:
@@ -82,6 +89,7 @@ def run_curl(url: str) -> None:
     """Download with curl; print its speed and the egress program's total run time during it, as JSON."""
     import time
 
+    pin(CLIENT_CPU)
     before = bpf_costs().get("guard_egress", (0, 0))
     t0 = time.perf_counter()
     out = subprocess.run(
@@ -96,6 +104,7 @@ def run_probe(port: int, n: int) -> None:
     """Time n connect() calls; print p50 and mean in microseconds (and, when guarded, the programs' cost) as JSON."""
     import time
 
+    pin(CLIENT_CPU)
     times = []
     for _ in range(n):
         s = socket.socket()
@@ -111,7 +120,7 @@ def run_probe(port: int, n: int) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--connects", type=int, default=3000)
-    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--rounds", type=int, default=21)
     ap.add_argument("--probe", type=int)
     ap.add_argument("--curl")
     args = ap.parse_args()
@@ -128,6 +137,7 @@ def main() -> int:
         payload = Path(d) / "payload"
         with payload.open("wb") as f:
             f.truncate(SIZE)  # sparse: sendfile reads zero pages, no disk involved
+        pin(SERVER_CPU)  # the server threads inherit it
         c_sock, h_sock = listener(), listener()
         threading.Thread(target=serve_connects, args=(c_sock,), daemon=True).start()
         threading.Thread(target=serve_http, args=(h_sock, payload), daemon=True).start()
@@ -160,8 +170,9 @@ def main() -> int:
         tput: dict[str, list[float]] = {"direct": [], "guarded": []}
         shares: list[float] = []
         try:
-            for _ in range(args.rounds):
-                for mode, prefix in (("direct", []), ("guarded", guard)):
+            for i in range(args.rounds):
+                order = [("direct", []), ("guarded", guard)]
+                for mode, prefix in order if i % 2 == 0 else reversed(order):  # no systematic order bias
                     out = subprocess.run([*prefix, *probe], capture_output=True, text=True, timeout=300).stdout
                     res[mode].append(json.loads(out.strip().splitlines()[-1]))
                     out = subprocess.run([*prefix, *curl], capture_output=True, text=True, timeout=300).stdout

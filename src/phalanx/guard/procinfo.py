@@ -3,14 +3,14 @@ from /proc while the process is alive; the kernel-captured argv and parent pid f
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
+
+import msgspec
 
 MAX_DEPTH = 32
 
 
-@dataclass(frozen=True)
-class ProcessRef:
+class ProcessRef(msgspec.Struct, frozen=True):
     pid: int
     cmdline: tuple[str, ...]
 

@@ -17,7 +17,7 @@ from typing import Any, cast
 from phalanx.guard import dnswire
 from phalanx.guard.dnswire import Question, WireError
 from phalanx.guard.errors import ProxyError
-from phalanx.guard.events import Event, EventSink, Verdict
+from phalanx.guard.events import Event, EventSink, Verdict, rfc3339
 from phalanx.guard.policy import Decision, Policy
 from phalanx.guard.procinfo import ProcessRef
 
@@ -286,7 +286,7 @@ class DnsProxy:
         who = p.who
         self.sink.emit(
             Event(
-                time=time.time(),
+                time=rfc3339(time.time()),
                 verdict=verdict,
                 rule=p.decision.rule,
                 kind="dns",

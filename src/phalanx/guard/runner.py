@@ -31,7 +31,7 @@ from phalanx.guard.abi import (
     GuardEvent,
 )
 from phalanx.guard.errors import CgroupError, CommandStartError, GuardError, NotSupportedError
-from phalanx.guard.events import PROTOCOLS, Event, EventSink, Kind, Verdict
+from phalanx.guard.events import PROTOCOLS, Event, EventSink, Kind, Verdict, rfc3339
 from phalanx.guard.libbpf import SAMPLE_FN, Libbpf
 from phalanx.guard.loader import Programs, load_and_attach
 from phalanx.guard.maps import IPAddress, PolicyMaps
@@ -219,7 +219,7 @@ class _Run:
             else ((), ())
         )
         return Event(
-            time=procinfo_time(raw.ts_ns),
+            time=rfc3339(procinfo_time(raw.ts_ns)),
             verdict=verdict,
             rule=self.policy.rule_text(raw.rule),
             kind=kind,
