@@ -318,7 +318,7 @@ class _Run:
             programs = await self._setup(proxy, teardown)
             link_fds = [self.lib.call("bpf_link__fd", link) for link in programs.links]
             teardown.callback(reaper.start(self.cg.path, link_fds).stop)
-            teardown.callback(self.cg.remove)
+            teardown.callback(_remove_quietly, self.cg)
             # Signals are caught before the command exists, so none can hit the guard unhandled at start.
             for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
                 loop.add_signal_handler(sig, self._forward, sig)
@@ -443,4 +443,13 @@ def run(options: RunOptions, sink: EventSink) -> int:
     try:
         return _event_loop_run(_Run(options, lib, cg, sink).main())
     finally:
+        _remove_quietly(cg)
+
+
+def _remove_quietly(cg: cgroup.RunCgroup) -> None:
+    """A cgroup that will not go away (a process stuck in the kernel) must not replace the command's exit code:
+    it is already killed and its programs detach with the guard; say so, and the next start sweeps it."""
+    try:
         cg.remove()
+    except CgroupError as exc:
+        print(f"phalanx guard: warning: {exc}", file=sys.stderr)
