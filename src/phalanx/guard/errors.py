@@ -3,7 +3,7 @@
     GuardError                      the guard could not do its job; exit_code says which part failed
     ├── PolicyError          (2)    the policy (file or flags) is invalid: fix the input
     ├── NotSupportedError    (71)   this machine cannot run the guard (not root, no cgroup v2, no BPF, no clang)
-    ├── CgroupError          (72)   creating, entering or removing the run's cgroup failed
+    ├── CgroupError          (72)   creating or entering the run's cgroup failed (removal failures only warn)
     ├── BpfError             (73)   loading or attaching the eBPF programs, or a map update, failed
     ├── ProxyError           (74)   the DNS proxy could not start or died: the run was killed (fail closed)
     └── CommandStartError (126/127) the guarded command could not be started (not executable / not found)
