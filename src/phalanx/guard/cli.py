@@ -1,10 +1,131 @@
-"""`phalanx guard`: the deploy guard's command group."""
+"""`phalanx guard`: run a command under guard (the default), `report` on event files, `validate-policy`."""
 
 from __future__ import annotations
 
+import sys
+import tempfile
+import traceback
+from pathlib import Path
+from typing import Any
+
 import click
 
+from phalanx.guard import policy as policy_mod
+from phalanx.guard import report as report_mod
+from phalanx.guard.errors import EXIT_INTERNAL, GuardError, PolicyError
+from phalanx.guard.events import EventSink
 
-@click.group(invoke_without_command=False)
+
+class GuardGroup(click.Group):
+    """A group whose default command is `run`: anything that is not a subcommand name is the guarded command."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if not args or args[0] in ("-h", "--help") or args[0] in self.commands:
+            return super().parse_args(ctx, args)
+        return super().parse_args(ctx, ["run", *args])
+
+
+@click.group(cls=GuardGroup)
 def guard() -> None:
-    """Run a command so that it cannot reach forbidden hosts (cgroup v2 + eBPF + DNS policy proxy)."""
+    """Run a command so that it cannot reach forbidden hosts (cgroup v2 + eBPF + DNS policy proxy).
+
+    \b
+      phalanx guard --deny github.com --deny '*.githubusercontent.com' -- ./deploy.sh
+      phalanx guard --audit --policy guard.yaml --events events.jsonl -- ./deploy.sh
+      phalanx guard report events.jsonl
+
+    Exit code: the command's own (128+N if killed by signal N); 126/127 if it cannot be started; 2 for a bad
+    policy; 71 machine not supported (not root, no cgroup v2, no BPF); 72 cgroup failure; 73 eBPF failure;
+    74 DNS proxy failure (the run was killed); 70 internal error.
+    """
+
+
+def _fail(exc: BaseException) -> None:
+    if isinstance(exc, GuardError):
+        click.echo(f"phalanx guard: error: {exc}", err=True)
+        sys.exit(exc.exit_code)
+    with tempfile.NamedTemporaryFile("w", prefix="phalanx-guard-", suffix=".txt", delete=False) as f:
+        traceback.print_exception(exc, file=f)
+    click.echo(f"phalanx guard: internal error: {exc!r} (details in {f.name})", err=True)
+    sys.exit(EXIT_INTERNAL)
+
+
+@guard.command(
+    "run",
+    context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
+)
+@click.option("--deny", multiple=True, metavar="NAME|CIDR", help="Deny a name (exact or *.suffix) or a CIDR.")
+@click.option("--allow", multiple=True, metavar="NAME|CIDR", help="Allow only these (plus loopback); deny wins.")
+@click.option("--policy", "policy_file", type=click.Path(path_type=Path), help="YAML policy file (same content).")
+@click.option("--audit", is_flag=True, help="Record everything, block nothing.")
+@click.option("--strict", is_flag=True, help="Reach only addresses learned from allowed answers.")
+@click.option("--events", "events_path", type=click.Path(path_type=Path), help="Write events as JSON lines here.")
+@click.option("--upstream", multiple=True, metavar="HOST[:PORT]", help="Upstream resolver (default: resolv.conf).")
+@click.option("--quiet", "-q", is_flag=True, help="No per-block messages and no summary on stderr.")
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+def run_cmd(command: tuple[str, ...], policy_file: Path | None, events_path: Path | None, **opts: Any) -> None:
+    """Run COMMAND in its own cgroup under the guard."""
+    from phalanx.guard import runner  # the BPF and asyncio machinery is only needed here
+
+    try:
+        file = policy_mod.load_file(policy_file) if policy_file else None
+        pol = policy_mod.merge(
+            file,
+            list(opts["deny"]),
+            list(opts["allow"]),
+            audit=opts["audit"],
+            strict=opts["strict"],
+            upstreams=list(opts["upstream"]),
+        )
+        out = events_path.open("w") if events_path else None
+    except OSError as exc:
+        _fail(PolicyError(f"{events_path}: cannot write the events file: {exc.strerror}"))
+        return
+    except GuardError as exc:
+        _fail(exc)
+        return
+    sink = EventSink(out=out, quiet=opts["quiet"])
+    try:
+        code = runner.run(runner.RunOptions(command=command, policy=pol, events_path=events_path), sink)
+    except BaseException as exc:
+        if isinstance(exc, SystemExit | KeyboardInterrupt):
+            raise
+        _fail(exc)
+        return
+    finally:
+        sink.flush()
+        if out is not None:
+            out.close()
+    if not opts["quiet"]:
+        click.echo(report_mod.summary(sink, pol.mode, code), err=True, nl=False)
+    sys.exit(code)
+
+
+@guard.command("report")
+@click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True)
+def report_cmd(files: tuple[Path, ...], fmt: str) -> None:
+    """Aggregate event files into the dependency list per command."""
+    try:
+        deps = report_mod.aggregate(report_mod.read_events(list(files)))
+    except GuardError as exc:
+        _fail(exc)
+        return
+    click.echo(report_mod.render(deps, fmt), nl=False)
+
+
+@guard.command("validate-policy")
+@click.argument("file", type=click.Path(path_type=Path))
+def validate_policy_cmd(file: Path) -> None:
+    """Check a YAML policy file; exit 2 with the field path of the first mistake."""
+    try:
+        pf = policy_mod.load_file(file)
+    except GuardError as exc:
+        _fail(exc)
+        return
+    pol = policy_mod.merge(pf, [], [])
+    click.echo(
+        f"{file}: valid: mode {pol.mode}{', strict' if pol.strict else ''}, "
+        f"{len(pol.deny_names)} denied names, {len(pol.deny_cidrs)} denied CIDRs, "
+        f"{len(pol.allow_names)} allowed names, {len(pol.allow_cidrs)} allowed CIDRs"
+    )

@@ -1,0 +1,1 @@
+"""The guard's eBPF programs in restricted C (one object per attach point) and how they are compiled."""

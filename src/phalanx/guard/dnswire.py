@@ -1,0 +1,126 @@
+"""Just enough of the DNS wire format (RFC 1035) for the proxy's hot path: read the question, read the A/AAAA
+records of an answer, rewrite the id, and build NXDOMAIN/SERVFAIL replies that keep the query's EDNS OPT record.
+Hand-written rather than a full library so that a query costs microseconds."""
+
+from __future__ import annotations
+
+import socket
+import struct
+from dataclasses import dataclass
+
+TYPE_A = 1
+TYPE_AAAA = 28
+TYPE_OPT = 41
+RCODE_SERVFAIL = 2
+RCODE_NXDOMAIN = 3
+_HEADER = struct.Struct("!HHHHHH")
+_RR = struct.Struct("!HHIH")
+TYPE_NAMES = {1: "A", 2: "NS", 5: "CNAME", 6: "SOA", 12: "PTR", 15: "MX", 16: "TXT", 28: "AAAA", 33: "SRV", 65: "HTTPS"}
+
+
+class WireError(ValueError):
+    """A message we cannot parse."""
+
+
+@dataclass(frozen=True)
+class Question:
+    qid: int
+    name: str  # lower case, no trailing dot
+    qtype: int
+    end: int  # offset just past the question
+
+
+def _skip_name(data: bytes, off: int) -> int:
+    while True:
+        if off >= len(data):
+            raise WireError("name runs past the end")
+        n = data[off]
+        if n == 0:
+            return off + 1
+        if n & 0xC0 == 0xC0:
+            return off + 2
+        off += n + 1
+
+
+def parse_question(data: bytes) -> Question:
+    if len(data) < 12:
+        raise WireError("shorter than a DNS header")
+    qid, _flags, qdcount = _HEADER.unpack_from(data)[:3]
+    if qdcount != 1:
+        raise WireError(f"{qdcount} questions")
+    labels = []
+    off = 12
+    while True:
+        if off >= len(data):
+            raise WireError("question runs past the end")
+        n = data[off]
+        if n == 0:
+            off += 1
+            break
+        if n & 0xC0:
+            raise WireError("compressed question name")
+        labels.append(data[off + 1 : off + 1 + n])
+        off += n + 1
+    if off + 4 > len(data):
+        raise WireError("question without type and class")
+    qtype = (data[off] << 8) | data[off + 1]
+    name = b".".join(labels).decode("ascii", errors="replace").lower()
+    return Question(qid, name, qtype, off + 4)
+
+
+def answer_addresses(data: bytes) -> list[tuple[str, int]]:
+    """(address as text, ttl) of every A and AAAA record in the answer section (CNAME targets' included)."""
+    if len(data) < 12:
+        return []
+    _id, _flags, qdcount, ancount = _HEADER.unpack_from(data)[:4]
+    off = 12
+    out: list[tuple[str, int]] = []
+    try:
+        for _ in range(qdcount):
+            off = _skip_name(data, off) + 4
+        for _ in range(ancount):
+            off = _skip_name(data, off)
+            rtype, _cls, ttl, rdlen = _RR.unpack_from(data, off)
+            off += 10
+            if off + rdlen > len(data):
+                break  # truncated: keep what we read
+            if rtype == TYPE_A and rdlen == 4:
+                out.append((socket.inet_ntop(socket.AF_INET, data[off : off + 4]), ttl))
+            elif rtype == TYPE_AAAA and rdlen == 16:
+                out.append((socket.inet_ntop(socket.AF_INET6, data[off : off + 16]), ttl))
+            off += rdlen
+    except (struct.error, WireError):
+        pass  # keep what we read; a truncated answer still taught us those addresses
+    return out
+
+
+def with_id(data: bytes, qid: int) -> bytes:
+    return qid.to_bytes(2, "big") + data[2:]
+
+
+def _has_opt(query: bytes, end: int) -> int | None:
+    """The UDP size of the query's OPT record, if it has one (it is the only additional record we look for)."""
+    arcount = _HEADER.unpack_from(query)[5]
+    off = end
+    try:
+        for _ in range(arcount):
+            name_end = _skip_name(query, off)
+            rtype, cls, _ttl, rdlen = _RR.unpack_from(query, name_end)
+            if rtype == TYPE_OPT:
+                return int(cls)
+            off = name_end + 10 + rdlen
+    except (struct.error, WireError):
+        return None
+    return None
+
+
+def error_reply(query: bytes, q: Question, rcode: int) -> bytes:
+    """A reply with `rcode`, the query's question and, if the query spoke EDNS, an OPT record of our own."""
+    flags = _HEADER.unpack_from(query)[1]
+    rd = flags & 0x0100
+    udp_size = _has_opt(query, q.end)
+    header = _HEADER.pack(q.qid, 0x8000 | 0x0080 | rd | rcode, 1, 0, 0, 1 if udp_size is not None else 0)
+    out = header + query[12 : q.end]
+    if udp_size is not None:
+        out += b"\x00" + struct.pack("!HHIH", TYPE_OPT, 1232, 0, 0)
+    return out
