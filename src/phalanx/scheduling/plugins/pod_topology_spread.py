@@ -82,6 +82,9 @@ class PodConstraints:
         return [c for c in self.constraints if not c.hard]
 
 
+_NONE = PodConstraints((), False)
+
+
 def compile_constraint(c: TopologySpreadConstraint, pod: Pod, selector: LabelSelector | None) -> Constraint:
     labels = pod.metadata.labels
     compiled = Selector.of(selector, label_key_requirements(labels, c.match_label_keys))
@@ -121,6 +124,8 @@ class PodTopologySpread:
             return cached[1]
         pod = pi.pod
         meta, raw = pod.metadata, pod.spec.topology_spread_constraints
+        if not raw and not meta.owner_references:
+            return _NONE  # the common case, without building a cache key
         owned = any(ref.controller and ref.kind in DEFAULTED_OWNERS for ref in meta.owner_references)
         content = msgspec.json.encode((meta.namespace, meta.labels, raw, owned))
         out = self._compiled.get(content)
