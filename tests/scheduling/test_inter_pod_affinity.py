@@ -12,8 +12,11 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from phalanx.api.errors import InputError
+from phalanx.api.models import Node, Pod, PodGroup
 from phalanx.cluster.pods import PodInfo
 from phalanx.cluster.state import ClusterState
 from phalanx.scheduling.config import parse_config
@@ -25,8 +28,9 @@ from phalanx.scheduling.plugins.inter_pod_affinity import (
     InterPodAffinity,
     InterPodAffinityArgs,
 )
+from phalanx.scheduling.scheduler import Scheduler
 
-from builders import PodBuilder, make_node, make_pod
+from builders import PodBuilder, make_group, make_node, make_pod
 
 ZONE = "topology.kubernetes.io/zone"
 HOST = "kubernetes.io/hostname"
@@ -340,3 +344,50 @@ def test_config_args() -> None:
 def test_config_args_weight_out_of_range() -> None:
     with pytest.raises(InputError, match=r"hardPodAffinityWeight: Invalid value: 101"):
         _config({"hardPodAffinityWeight": 101})
+
+
+# --- property: required anti-affinity is never violated, required affinity always satisfied ------------------------
+
+
+@st.composite
+def affinity_clusters(draw: st.DrawFn) -> tuple[list[Node], list[Pod], list[PodGroup]]:
+    """Random zoned nodes; pending app=db pods (solo and in gangs) that repel each other per hostname, and app=web
+    pods that require a db pod in their zone."""
+    nodes = []
+    for i in range(draw(st.integers(1, 6))):
+        b = make_node(f"n{i}").allocatable(cpu=str(draw(st.integers(1, 4))), memory="32Gi")
+        if zone := draw(st.sampled_from(["a", "b", None])):
+            b.label(ZONE, zone)
+        nodes.append(b.obj())
+
+    def pod(name: str) -> PodBuilder:
+        cpu = f"{draw(st.integers(1, 3)) * 500}m"
+        if draw(st.booleans()):
+            return db(name).requests(cpu=cpu).pod_affinity("podAntiAffinity", HOST, labelSelector=DB)
+        return web(name).requests(cpu=cpu).pod_affinity("podAffinity", ZONE, labelSelector=DB)
+
+    pods, groups = [], []
+    for g in range(draw(st.integers(0, 2))):
+        size = draw(st.integers(1, 4))
+        groups.append(make_group(f"g{g}", draw(st.integers(1, size))))
+        pods += [pod(f"g{g}-{i}").group(f"g{g}").obj() for i in range(size)]
+    pods += [pod(f"solo-{j}").obj() for j in range(draw(st.integers(0, 8)))]
+    return nodes, pods, groups
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(affinity_clusters())
+def test_required_terms_hold_for_every_placed_pod(case: tuple[list[Node], list[Pod], list[PodGroup]]) -> None:
+    nodes, pods, groups = case
+    s = Scheduler()
+    s.load(nodes, pods, groups)
+    s.run()
+    zone_of = {n.metadata.name: n.metadata.labels.get(ZONE) for n in nodes}
+    placed = {key: s.state.table.names[row] for key, row in s.state.placement.items()}
+    app = {f"default/{p.metadata.name}": p.metadata.labels["app"] for p in pods}
+    db_nodes = [node for key, node in placed.items() if app[key] == "db"]
+    assert len(db_nodes) == len(set(db_nodes)), "two db pods share a node"
+    db_zones = {zone_of[node] for node in db_nodes}
+    for key, node in placed.items():
+        if app[key] == "web":
+            assert zone_of[node] is not None and zone_of[node] in db_zones, f"{key} on {node} has no db pod in its zone"
