@@ -143,14 +143,16 @@ def _measure(name: str, s: Scheduler, measured: list[Pod]) -> Result:
     return Result(name, bound, time.perf_counter() - start, s.stats.cycle_seconds)
 
 
-def topology_spreading(nodes: int = 5000, init: int = 5000, measured: int = 5000) -> Result:
+def topology_spreading(
+    nodes: int = 5000, init: int = 5000, measured: int = 5000, when: str = "DoNotSchedule"
+) -> Result:
     """TopologySpreading: init pods are pod-default; measured pods pod-with-topology-spreading (color=blue, zone
-    spread, maxSkew 5, DoNotSchedule) over nodes in 3 zones."""
+    spread, maxSkew 5, DoNotSchedule) over nodes in 3 zones. PreferredTopologySpreading: ScheduleAnyway."""
     spread = [
         {
             "maxSkew": 5,
             "topologyKey": ZONE,
-            "whenUnsatisfiable": "DoNotSchedule",
+            "whenUnsatisfiable": when,
             "labelSelector": {"matchLabels": {"color": "blue"}},
         }
     ]
@@ -158,7 +160,8 @@ def topology_spreading(nodes: int = 5000, init: int = 5000, measured: int = 5000
     s.load(make_nodes(nodes, ["moon-1", "moon-2", "moon-3"]), [make_pod(f"init-{i}") for i in range(init)])
     s.run()
     pods = [with_terms(make_pod(f"spreading-{i}"), {"color": "blue"}, spread=spread) for i in range(measured)]
-    return _measure(f"TopologySpreading {nodes}/{init}/{measured}", s, pods)
+    name = "TopologySpreading" if when == "DoNotSchedule" else "PreferredTopologySpreading"
+    return _measure(f"{name} {nodes}/{init}/{measured}", s, pods)
 
 
 def _pod_affinity_term(kind: str, labels: dict[str, str], key: str) -> dict[str, Any]:
@@ -200,6 +203,23 @@ def pod_affinity(nodes: int = 5000, init: int = 5000, measured: int = 5000) -> R
     )
 
 
+def preferred_pod_affinity(kind: str, labels: dict[str, str], nodes: int = 5000, pods: int = 5000) -> Result:
+    """SchedulingPreferredPodAffinity / SchedulingPreferredPodAntiAffinity: pods with a weight-1 preferred term to
+    their own labels per hostname (namespaces sched-0 and sched-1); init pods in sched-0, measured in sched-1."""
+    term = {"labelSelector": {"matchLabels": labels}, "topologyKey": "kubernetes.io/hostname"}
+    term["namespaces"] = ["sched-1", "sched-0"]
+    affinity = {kind: {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 1, "podAffinityTerm": term}]}}
+
+    def pod(name: str, ns: str) -> Pod:
+        return with_terms(make_pod(name, ns=ns), labels, affinity=affinity)
+
+    s = Scheduler()
+    s.load(make_nodes(nodes), [pod(f"init-{i}", "sched-0") for i in range(pods)])
+    s.run()
+    name = "SchedulingPreferredPodAffinity" if kind == "podAffinity" else "SchedulingPreferredPodAntiAffinity"
+    return _measure(f"{name} {nodes}/{pods}/{pods}", s, [pod(f"m-{i}", "sched-1") for i in range(pods)])
+
+
 SHAPES: dict[str, Callable[[], Result]] = {
     "SchedulingBasic": scheduling_basic,
     "GangScheduling-1000x3": lambda: gang_scheduling(1000, 3),
@@ -207,6 +227,9 @@ SHAPES: dict[str, Callable[[], Result]] = {
     "TopologySpreading": topology_spreading,
     "SchedulingPodAntiAffinity": pod_anti_affinity,
     "SchedulingPodAffinity": pod_affinity,
+    "PreferredTopologySpreading": lambda: topology_spreading(when="ScheduleAnyway"),
+    "SchedulingPreferredPodAffinity": lambda: preferred_pod_affinity("podAffinity", {"foo": ""}),
+    "SchedulingPreferredPodAntiAffinity": lambda: preferred_pod_affinity("podAntiAffinity", {"color": "yellow"}),
 }
 
 
