@@ -106,6 +106,11 @@ class InterPodAffinity:
 
     # --- Filter ------------------------------------------------------------------------------------------------
 
+    def skips(self, pod: PodInfo, nodes: NodeTable) -> bool:
+        """PreFilter Skip: no required terms of its own and no placed pod with terms that could concern it."""
+        terms = self.terms(pod)
+        return not (terms.required_affinity or terms.required_anti_affinity or nodes.affinity_groups)
+
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: IntArray | None = None) -> BoolArray:
         terms = self.terms(pod)
         if not (terms.required_affinity or terms.required_anti_affinity or nodes.affinity_groups):

@@ -157,6 +157,10 @@ class PodTopologySpread:
 
     # --- Filter ------------------------------------------------------------------------------------------------
 
+    def skips(self, pod: PodInfo, nodes: NodeTable) -> bool:
+        """PreFilter Skip: the pod has no DoNotSchedule constraint (its own or a default)."""
+        return not self.constraints(pod).hard()
+
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: IntArray | None = None) -> BoolArray:
         mask = np.ones(len(nodes), dtype=bool)
         for has_key, within_skew in self._verdicts(pod, nodes):
