@@ -112,9 +112,8 @@ class InterPodAffinity:
         return not (terms.required_affinity or terms.required_anti_affinity or nodes.affinity_groups)
 
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: IntArray | None = None) -> BoolArray:
-        terms = self.terms(pod)
-        if not (terms.required_affinity or terms.required_anti_affinity or nodes.affinity_groups):
-            return np.ones(len(nodes) if rows is None else len(rows), dtype=bool)  # PreFilter Skip
+        if self.skips(pod, nodes):
+            return np.ones(len(nodes) if rows is None else len(rows), dtype=bool)
         affinity, anti, existing = self._verdicts(pod, nodes)
         mask = affinity & anti & existing
         return mask if rows is None else mask[rows]
