@@ -33,6 +33,27 @@ def validate_pod_group(pg: m.PodGroup) -> list[FieldError]:
     errs += _validate_template_ref(spec.pod_group_template_ref)
     errs += validate_group_fields("spec", spec)
     errs += _validate_status(pg.status, {claim.name for claim in spec.resource_claims})
+    errs += _validate_topology_annotations(pg.metadata.annotations)
+    return errs
+
+
+# phalanx's topology intents (docs/topology.md); kube-apiserver ignores annotations, phalanx reads them.
+_TOPOLOGY_KEYS = ("scheduling.phalanx.dev/topology-required", "scheduling.phalanx.dev/topology-preferred")
+_UNCONSTRAINED = "scheduling.phalanx.dev/topology-unconstrained"
+
+
+def _validate_topology_annotations(notes: dict[str, str]) -> list[FieldError]:
+    errs: list[FieldError] = []
+    for key in _TOPOLOGY_KEYS:
+        if key in notes:
+            errs += f.qualified_name(f"metadata.annotations[{key}]", notes[key])
+    if _UNCONSTRAINED in notes and notes[_UNCONSTRAINED] not in ("true", "false"):
+        errs.append(
+            FieldError.unsupported(f"metadata.annotations[{_UNCONSTRAINED}]", notes[_UNCONSTRAINED], ["true", "false"])
+        )
+    given = [k for k in (*_TOPOLOGY_KEYS, _UNCONSTRAINED) if k in notes]
+    if len(given) > 1:
+        errs.append(FieldError.forbidden("metadata.annotations", f"at most one of {', '.join(given)} may be set"))
     return errs
 
 
