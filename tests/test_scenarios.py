@@ -14,6 +14,7 @@ Scenario file format (one YAML document)::
       podGroups:   {<name or ns/name>: {minCount, scheduledPods, condition}}   condition: null or a sub-dict
       counts:      {<phase>: <n>}          the whole phase histogram (phases with 0 pods are left out)
       exactlyOneOf: [[pods...], [pods...]] exactly one list has every pod Scheduled, the others have none
+      evictions:   {<victim>: <Pod/name or PodGroup/name>}   the whole set of preemption victims and their preemptors
 
 Every scenario runs through ``schedule_snapshot`` + ``build_result`` with several tie-break seeds (an expectation
 must not depend on which of two equal nodes the hash picks); every scenario also runs through the CLI
@@ -45,9 +46,9 @@ SCENARIO_DIR = Path(__file__).parent / "scenarios"
 
 _TOP_KEYS = {"name", "why", "objects", "config", "schedulerName", "xfail", "expect"}
 _REQUIRED = {"name", "why", "objects", "expect"}
-_EXPECT_KEYS = {"pods", "podGroups", "counts", "exactlyOneOf", "nodesUsed"}
+_EXPECT_KEYS = {"pods", "podGroups", "counts", "exactlyOneOf", "nodesUsed", "evictions"}
 _POD_FIELDS = {"phase", "node", "reason", "message", "nominatedNode"}
-_GROUP_FIELDS = {"minCount", "scheduledPods", "condition"}
+_GROUP_FIELDS = {"minCount", "scheduledPods", "condition", "disruptionTarget"}
 _CONDITION_FIELDS = {"type", "status", "reason", "message"}
 _PHASES = {"Scheduled", "Running", "Unschedulable", "Waiting", "Succeeded", "Failed", "Evicted"}
 
@@ -129,6 +130,9 @@ def load_scenario(path: Path) -> Scenario:
         not isinstance(one_of, list) or len(one_of) < 2 or not all(isinstance(s, list) and s for s in one_of)
     ):
         raise _fail(path, "expect.exactlyOneOf: must be a list of at least two non-empty lists of pod names")
+    evictions = expect.get("evictions")
+    if evictions is not None and not isinstance(evictions, dict):
+        raise _fail(path, "expect.evictions: must map each victim to its preemptor (Pod/name or PodGroup/name)")
     used = expect.get("nodesUsed")
     if used is not None:
         _check_fields(path, "expect.nodesUsed", used, {"pods", "nodes"})
@@ -183,6 +187,17 @@ def check_result(scenario: Scenario, result: dict[str, Any], run: str = "") -> N
                 problems.append(f"partial placement: {scheduled} of {members} are Scheduled")
         if len(full) != 1:
             problems.append(f"exactly one of {sets} should be fully Scheduled, got {full}")
+    if "evictions" in expect:
+        got_evictions = {
+            f"{e['namespace']}/{e['name']}": f"{e['preemptor']['kind']}/{e['preemptor']['namespace']}/{e['preemptor']['name']}"
+            for e in result["evictions"]
+        }
+        want_evictions = {}
+        for victim, preemptor in expect["evictions"].items():
+            kind, _, name = str(preemptor).partition("/")
+            want_evictions[_key(victim)] = f"{kind}/{_key(name)}"
+        if got_evictions != want_evictions:
+            problems.append(f"evictions are {got_evictions}, expected {want_evictions}")
     if "nodesUsed" in expect:
         used = expect["nodesUsed"]
         for m in used["pods"]:

@@ -38,6 +38,7 @@ __all__ = [
     "PodCondition",
     "PodDisruptionBudget",
     "PodDisruptionBudgetSpec",
+    "PodDisruptionBudgetStatus",
     "PodGroup",
     "PodGroupResourceClaim",
     "PodGroupSchedulingConstraints",
@@ -288,6 +289,7 @@ class PodStatus(_Model):
     phase: str = ""
     conditions: list[PodCondition] = []
     nominated_node_name: str = ""
+    start_time: datetime | None = None
 
 
 class Pod(_Model):
@@ -318,11 +320,18 @@ class PodDisruptionBudgetSpec(_Model):
     unhealthy_pod_eviction_policy: str | None = None
 
 
+class PodDisruptionBudgetStatus(_Model):
+    # None when the snapshot has no status: the scheduler then computes it as the disruption controller would.
+    disruptions_allowed: int | None = None
+    disrupted_pods: dict[str, Any] = {}
+
+
 class PodDisruptionBudget(_Model):
     api_version: str = "policy/v1"
     kind: str = "PodDisruptionBudget"
     metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
     spec: PodDisruptionBudgetSpec = msgspec.field(default_factory=PodDisruptionBudgetSpec)
+    status: PodDisruptionBudgetStatus = msgspec.field(default_factory=PodDisruptionBudgetStatus)
 
 
 # --- scheduling.k8s.io/v1alpha2 ----------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from phalanx.scheduling.plugins.registry import (
     NOT_MODELLED,
     PLACEMENT_GENERATORS,
     PLACEMENT_SCORERS,
+    POST_FILTER_PLUGINS,
     QUEUE_AND_GATE_PLUGINS,
     REGISTRY,
 )
@@ -49,7 +50,14 @@ _POINTS = (
     "postBind",
     "multiPoint",
 )
-_KNOWN = set(REGISTRY) | NOT_MODELLED | QUEUE_AND_GATE_PLUGINS | PLACEMENT_GENERATORS | PLACEMENT_SCORERS
+_KNOWN = (
+    set(REGISTRY)
+    | NOT_MODELLED
+    | QUEUE_AND_GATE_PLUGINS
+    | POST_FILTER_PLUGINS
+    | PLACEMENT_GENERATORS
+    | PLACEMENT_SCORERS
+)
 
 
 @dataclass
@@ -59,6 +67,7 @@ class ProfileConfig:
     scores: list[tuple[str, int]] = field(default_factory=list)
     args: dict[str, Any] = field(default_factory=dict)
     gang: bool = True
+    preemption: bool = True
     placement_generators: list[str] = field(default_factory=lambda: sorted(PLACEMENT_GENERATORS))
     placement_scores: list[tuple[str, int]] = field(default_factory=lambda: list(DEFAULT_PLACEMENT_SCORES))
 
@@ -81,6 +90,7 @@ class ProfileConfig:
             placement_scores=list(self.placement_scores),
             topology_levels=list(topology.levels),
             fit_resources=list(fit_args.resources),
+            preemption=self.preemption,
         )
 
 
@@ -158,6 +168,8 @@ def _apply(
                 pc.scores = []
             if point in ("permit", "multiPoint"):
                 pc.gang = False
+            if point in ("postFilter", "multiPoint"):
+                pc.preemption = False
             if point in ("placementGenerate", "multiPoint"):
                 pc.placement_generators = []
             if point in ("placementScore", "multiPoint"):
@@ -173,6 +185,8 @@ def _apply(
             pc.placement_scores = [(n, w) for n, w in pc.placement_scores if n != name]
         if name == "GangScheduling" and point in ("permit", "preEnqueue", "multiPoint"):
             pc.gang = False
+        if name == "DefaultPreemption" and point in ("postFilter", "multiPoint"):
+            pc.preemption = False
     for k, entry in enumerate(sets.get("enabled") or []):
         raw_name = entry.get("name") if isinstance(entry, dict) else None
         if not isinstance(raw_name, str) or raw_name not in _KNOWN:
@@ -188,6 +202,9 @@ def _apply(
             continue
         if name == "GangScheduling":
             pc.gang = True
+            continue
+        if name == "DefaultPreemption":
+            pc.preemption = point in ("postFilter", "multiPoint") or pc.preemption
             continue
         if name in PLACEMENT_GENERATORS and point in ("placementGenerate", "multiPoint"):
             pc.placement_generators = sorted({*pc.placement_generators, name})

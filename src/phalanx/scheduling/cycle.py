@@ -25,6 +25,7 @@ import numpy as np
 from phalanx.cluster.pods import PodInfo
 from phalanx.scheduling import outcome as o
 from phalanx.scheduling import placement as tas
+from phalanx.scheduling import preemption
 from phalanx.scheduling.framework import BoolArray
 from phalanx.scheduling.profile import Attempt, Profile
 
@@ -40,9 +41,18 @@ Failed = list[tuple[PodInfo, Attempt]]
 def schedule_pod(s: Scheduler, pi: PodInfo) -> None:
     """Schedule a pod that belongs to no PodGroup."""
     start = time.perf_counter()
-    attempt = s.profile_for(pi).schedule(pi, s.state.table)
+    profile = s.profile_for(pi)
+    attempt = profile.schedule(pi, s.state.table)
     if attempt.node is None:
-        s.mark_unschedulable(pi, attempt)
+        candidate = None
+        if profile.preemption and attempt.diagnosis is not None:
+            candidate = preemption.preempt_pod(s, profile, pi, attempt.diagnosis)
+        if candidate is None:
+            s.mark_unschedulable(pi, attempt)
+        else:
+            # The pod waits for its victims to go; their PodDelete event requeues it (nominatedNodeName set).
+            s.mark_unschedulable(pi, attempt, nominated=s.state.table.names[candidate.row])
+            s.evict(candidate.victims, "Pod", pi.namespace, pi.name, profile.scheduler_name)
     else:
         s.state.assume(pi, attempt.node)
         s.bind(pi)
@@ -134,6 +144,11 @@ def _forget(c: _Cycle, placed: Placed) -> None:
 def _submit(c: _Cycle, placed: Placed, failures: Failed) -> None:
     """Apply the cycle's result: bind or roll back, then report every member and the group condition."""
     s = c.s
+    if c.profile.preemption:
+        # GenericWorkload turns per-pod preemption off for members; the group preempts as a whole.
+        for _, attempt in failures:
+            if attempt.diagnosis is not None:
+                attempt.diagnosis.post_filter_message = preemption.MSG_WORKLOAD_AWARE
     if c.reached(len(placed)):
         for pi, _ in placed:
             s.bind(pi)

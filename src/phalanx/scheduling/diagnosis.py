@@ -31,5 +31,5 @@ class Diagnosis:
             histogram = sorted(f"{count} {reason}" for reason, count in self.reasons.items())
             out += f" {', '.join(histogram)}."
         if self.post_filter_message:
-            out += f" {self.post_filter_message}."
+            out += f" {self.post_filter_message}"  # ends with its own period, as kube-scheduler writes it
         return out

@@ -10,6 +10,7 @@ __all__ = [
     "PHASE_SCHEDULED",
     "PHASE_UNSCHEDULABLE",
     "PHASE_WAITING",
+    "Eviction",
     "GroupCondition",
     "PodOutcome",
 ]
@@ -29,6 +30,8 @@ REASON_WAITING_POD_GROUP = "WaitingForPodGroup"
 REASON_WAITING_MIN_COUNT = "WaitingForMinCount"
 REASON_OTHER_SCHEDULER = "OtherScheduler"
 REASON_TERMINATING = "Terminating"
+REASON_PREEMPTED = "PreemptionByScheduler"  # the DisruptionTarget condition reason of a preemption victim
+MSG_PREEMPTED = "{}: preempting to accommodate a higher priority pod"
 
 # PodGroup condition strings (v1.36).
 CONDITION_POD_GROUP_SCHEDULED = "PodGroupScheduled"
@@ -47,6 +50,18 @@ class PodOutcome:
     reason: str = ""
     message: str = ""
     nominated_node: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Eviction:
+    """A preemption victim and who preempted it (``kind`` Pod or PodGroup)."""
+
+    namespace: str
+    name: str
+    node: str
+    preemptor_kind: str
+    preemptor_namespace: str
+    preemptor_name: str
 
 
 @dataclass(slots=True)

@@ -69,6 +69,7 @@ class Profile:
     placement_scores: Sequence[tuple[str, int]] = (("PodGroupPodsCount", 1), ("NodeResourcesFit", 1))
     topology_levels: Sequence[str] = ()
     fit_resources: Sequence[ResourceSpec] = (ResourceSpec("cpu"), ResourceSpec("memory"))
+    preemption: bool = True  # DefaultPreemption's PostFilter (scheduling/preemption.py)
     incremental: bool = True  # False recomputes everything for every pod (the reference the caches are tested against)
     _static: dict[tuple[str, bytes], Any] = field(default_factory=dict)
     _dynamic: OrderedDict[tuple[str, bytes], _Incremental] = field(default_factory=OrderedDict)
@@ -233,6 +234,48 @@ class Profile:
                     diag.unresolvable_nodes += len(rejected)
                 remaining &= mask
         return diag
+
+    # --- preemption ------------------------------------------------------------------------------------------
+
+    def resolvable(self, pod: PodInfo, nodes: NodeTable) -> BoolArray:
+        """The nodes whose first failing filter is one preemption could satisfy (status Unschedulable, not
+        UnschedulableAndUnresolvable): ``NodesForStatusCode(Unschedulable)``."""
+        state = CycleState()
+        allowed, status, _ = self._pre_filter(state, pod, nodes)
+        out = np.zeros(len(nodes), dtype=bool)
+        if not status.ok:
+            return out
+        remaining = np.ones(len(nodes), dtype=bool) if allowed is None else allowed.copy()
+        for plugin in self.filters:
+            mask = self._filter(plugin, state, pod, nodes)
+            if not plugin.unresolvable:
+                rejected = remaining & ~mask
+                # Plugins whose status code depends on the reason (own affinity unmet, a missing topology label)
+                # name their unresolvable reasons; they reject few nodes, so they are asked node by node.
+                hard: frozenset[str] = getattr(plugin, "unresolvable_reasons", frozenset())
+                if hard:
+                    for row in np.flatnonzero(rejected):
+                        one = np.array([row], dtype=np.intp)
+                        if hard.isdisjoint(plugin.reasons(state, pod, nodes, one)):
+                            out[row] = True
+                else:
+                    out |= rejected
+            remaining &= mask
+        return out
+
+    def rejecting_filter(self, pod: PodInfo, nodes: NodeTable, row: int) -> FilterPlugin | None:
+        """The first filter that rejects ``pod`` on ``row`` as the node is now (None: it fits), evaluating
+        usage-dependent filters for that row only: the reprieve check of preemption."""
+        state = CycleState()
+        rows = np.array([row], dtype=np.intp)
+        for plugin in self.filters:
+            if plugin.static:
+                ok = bool(self._filter(plugin, state, pod, nodes)[row])
+            else:
+                ok = bool(plugin.filter(state, pod, nodes, rows)[0])
+            if not ok:
+                return plugin
+        return None
 
 
 def _incremental_plugin(plugin: FilterPlugin | ScorePlugin) -> bool:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from phalanx.api.admission import RuntimeClasses
 from phalanx.api.gcpause import paused_gc
-from phalanx.api.models import Namespace, Node, Pod, PodGroup, PriorityClass, RuntimeClass
+from phalanx.api.models import Namespace, Node, Pod, PodDisruptionBudget, PodGroup, PriorityClass, RuntimeClass
 from phalanx.api.priority import PriorityResolver
 from phalanx.cluster.pods import PodInfo, pod_key
 from phalanx.cluster.state import ClusterState
@@ -61,6 +61,8 @@ class Scheduler:
         self.conditions: dict[str, o.GroupCondition] = {}
         self.priorities = PriorityResolver([])
         self.runtime_classes = RuntimeClasses([])
+        self.pdbs: list[PodDisruptionBudget] = []
+        self.evictions: list[o.Eviction] = []
         self.stats = Stats()
 
     # --- loading -------------------------------------------------------------------------------------------------
@@ -73,12 +75,14 @@ class Scheduler:
         priority_classes: Iterable[PriorityClass] = (),
         runtime_classes: Iterable[RuntimeClass] = (),
         namespaces: Iterable[Namespace] = (),
+        pdbs: Iterable[PodDisruptionBudget] = (),
     ) -> None:
         """Take a snapshot: nodes first, then groups, then pods (bound pods accounted, pending pods queued).
         Raises AdmissionError or UnknownPriorityClass for a pod the API server would not have admitted."""
         with paused_gc():
             self.priorities = PriorityResolver(priority_classes)
             self.runtime_classes = RuntimeClasses(runtime_classes)
+            self.pdbs = list(pdbs)
             self.state = ClusterState(list(nodes))
             self.state.table.namespace_labels = {
                 ns.metadata.name: {**ns.metadata.labels, NAMESPACE_NAME_LABEL: ns.metadata.name} for ns in namespaces
@@ -166,9 +170,28 @@ class Scheduler:
             self.state.remove(pi)
             self.queue.on_event("PodDelete")
 
+    def update_pod(self, pod: Pod) -> PodInfo:
+        """A pod changed. One this engine already placed on the node the update names (our own bind coming back
+        through a watch) is left alone; any other change replaces the pod, freeing and re-accounting its node."""
+        key = pod_key(pod.metadata.namespace, pod.metadata.name)
+        current = self.pods.get(key)
+        if current is not None and pod.spec.node_name and pod.status.phase not in _TERMINAL:
+            row = self.state.placement.get(key)
+            if row is not None and self.state.table.names[row] == pod.spec.node_name:
+                self.state.bind(current)
+                current.pod = pod
+                return current
+        self.delete_pod(key)
+        return self.add_pod(pod)
+
     def add_pod_group(self, pg: PodGroup) -> None:
         group = self._add_group(pg)
         self.queue.on_event("PodGroupAdd", group.key)
+
+    def delete_pod_group(self, key: str) -> None:
+        """A PodGroup is gone: its pods wait for it again (PreEnqueue) until it is recreated."""
+        self.groups.pop(key, None)
+        self.conditions.pop(key, None)
 
     # --- PreEnqueue (SchedulingGates, GangScheduling) -------------------------------------------------------------
 
@@ -229,18 +252,42 @@ class Scheduler:
         self.state.bind(pi)
         node = self.state.table.names[self.state.placement[pi.key]]
         msg = f"Successfully assigned {pi.key} to {node}"
-        self.outcomes[pi.key] = o.PodOutcome(o.PHASE_SCHEDULED, node, o.REASON_SCHEDULED, msg)
+        before = self.outcomes.get(pi.key)
+        nominated = before.nominated_node if before is not None else None
+        self.outcomes[pi.key] = o.PodOutcome(o.PHASE_SCHEDULED, node, o.REASON_SCHEDULED, msg, nominated)
         self.stats.pods_bound += 1
         self.queue.on_event("AssignedPodAdd")
 
-    def mark_unschedulable(self, pi: PodInfo, attempt: Attempt) -> None:
+    def mark_unschedulable(self, pi: PodInfo, attempt: Attempt, nominated: str | None = None) -> None:
         diag = attempt.diagnosis
         message = diag.message() if diag is not None else o.MSG_GROUP_UNSCHEDULABLE
-        self.fail(pi, o.REASON_UNSCHEDULABLE, message, rejected_by=diag.rejected_by if diag else ())
+        self.fail(
+            pi, o.REASON_UNSCHEDULABLE, message, rejected_by=diag.rejected_by if diag else (), nominated=nominated
+        )
 
-    def fail(self, pi: PodInfo, reason: str, message: str, rejected_by: Iterable[str]) -> None:
-        self.outcomes[pi.key] = o.PodOutcome(o.PHASE_UNSCHEDULABLE, None, reason, message)
+    def fail(
+        self, pi: PodInfo, reason: str, message: str, rejected_by: Iterable[str], nominated: str | None = None
+    ) -> None:
+        self.outcomes[pi.key] = o.PodOutcome(o.PHASE_UNSCHEDULABLE, None, reason, message, nominated)
         self.queue.mark_unschedulable(pi, rejected_by)
+
+    def evict(
+        self, victims: Iterable[PodInfo], kind: str, preemptor_namespace: str, preemptor_name: str, scheduler: str
+    ) -> None:
+        """Preemption victims are deleted (DisruptionTarget, reason PreemptionByScheduler). The run treats them
+        as gone at once, frees their nodes and sends one PodDelete event; they stay in the result as Evicted."""
+        for pi in victims:
+            row = self.state.placement.get(pi.key)
+            if row is None:
+                continue
+            node = self.state.table.names[row]
+            self.state.remove(pi)
+            if pi.group_key:
+                self.members.get(pi.group_key, set()).discard(pi.key)
+            message = o.MSG_PREEMPTED.format(scheduler)
+            self.outcomes[pi.key] = o.PodOutcome(o.PHASE_EVICTED, node, o.REASON_PREEMPTED, message)
+            self.evictions.append(o.Eviction(pi.namespace, pi.name, node, kind, preemptor_namespace, preemptor_name))
+        self.queue.on_event("PodDelete")
 
     def bound_members(self, group: GroupInfo) -> int:
         """Members already bound (in the input or by an earlier cycle): they count toward minCount."""

@@ -59,7 +59,9 @@ def schedule_snapshot(
     sched = Scheduler(config, scheduler_name, seed)
     start = time.perf_counter()
     try:
-        sched.load(inv.nodes, inv.pods, inv.pod_groups, inv.priority_classes, inv.runtime_classes, inv.namespaces)
+        sched.load(
+            inv.nodes, inv.pods, inv.pod_groups, inv.priority_classes, inv.runtime_classes, inv.namespaces, inv.pdbs
+        )
     except (UnknownPriorityClass, AdmissionError) as exc:
         raise InputError([str(exc)]) from exc
     sched.run()
@@ -107,7 +109,16 @@ def build_result(sched: Scheduler, timings: Timings) -> dict[str, Any]:
         "pods": pods,
         "podGroups": groups,
         "resourceClaims": [],
-        "evictions": [],
+        "evictions": [
+            {
+                "namespace": e.namespace,
+                "name": e.name,
+                "node": e.node,
+                "reason": "PreemptionByScheduler",
+                "preemptor": {"kind": e.preemptor_kind, "namespace": e.preemptor_namespace, "name": e.preemptor_name},
+            }
+            for e in sched.evictions
+        ],
         "stats": {
             "loadSeconds": round(timings.load, 6),
             "validateSeconds": round(timings.validate, 6),

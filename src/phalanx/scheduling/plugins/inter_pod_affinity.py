@@ -77,6 +77,8 @@ class InterPodAffinity:
     name: ClassVar[str] = NAME
     static: ClassVar[bool] = False
     unresolvable: ClassVar[bool] = False
+    # The pod's own required affinity unmet is UnschedulableAndUnresolvable; anti-affinity can be preempted away.
+    unresolvable_reasons: ClassVar[frozenset[str]] = frozenset({REASON_AFFINITY})
     incremental: ClassVar[bool] = False
 
     def __init__(self, args: InterPodAffinityArgs | None = None) -> None:

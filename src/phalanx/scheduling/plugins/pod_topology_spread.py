@@ -105,6 +105,7 @@ class PodTopologySpread:
     name: ClassVar[str] = NAME
     static: ClassVar[bool] = False
     unresolvable: ClassVar[bool] = False  # a skew can be fixed by preemption; a missing label cannot
+    unresolvable_reasons: ClassVar[frozenset[str]] = frozenset({REASON_MISSING_LABEL})
     incremental: ClassVar[bool] = False
 
     def __init__(self, args: PodTopologySpreadArgs | None = None) -> None:

@@ -54,14 +54,16 @@ REGISTRY: dict[str, PluginEntry] = {
 # Queue-sort, PreEnqueue and Permit plugins the engine implements in the queue and the PodGroup cycle.
 QUEUE_AND_GATE_PLUGINS = {"PrioritySort", "SchedulingGates", "GangScheduling"}
 
+# PostFilter plugins, implemented in scheduling/preemption.py (per pod) and the PodGroup cycle (whole groups).
+POST_FILTER_PLUGINS = {"DefaultPreemption"}
+
 # kube-scheduler plugins phalanx accepts in a configuration but does not model (no volumes or images in a
-# snapshot) or that arrive with later work (DRA, preemption).
+# snapshot) or that arrive with later work (DRA).
 NOT_MODELLED = {
     "VolumeRestrictions",
     "NodeVolumeLimits",
     "VolumeBinding",
     "VolumeZone",
-    "DefaultPreemption",
     "ImageLocality",
     "DefaultBinder",
     "DynamicResources",

@@ -1,0 +1,270 @@
+"""Per-pod preemption: DefaultPreemption's PostFilter (kube-scheduler v1.36 ``preemption.Evaluator``).
+
+When a pod fits nowhere, each node whose rejection preemption could resolve is a candidate: remove every pod of
+lower priority, check the pod fits, then put victims back one by one (PDB-violating first, most important first)
+keeping only those without which the pod still fits. The candidates are ranked (fewest PDB violations, lowest
+highest-victim priority, smallest priority sum, fewest victims, latest start), the best one's victims are evicted
+and the node is nominated. The caller reports the pod unschedulable; the evictions' PodDelete event requeues it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from phalanx.api.models import PodDisruptionBudget
+from phalanx.cluster.pods import PodInfo
+from phalanx.scheduling.diagnosis import Diagnosis
+from phalanx.scheduling.framework import CycleState
+from phalanx.scheduling.plugins.pod_selectors import Selector
+from phalanx.scheduling.profile import Profile
+
+if TYPE_CHECKING:
+    from phalanx.scheduling.scheduler import Scheduler
+
+__all__ = [
+    "MSG_NOT_HELPFUL",
+    "MSG_NO_VICTIMS",
+    "MSG_POLICY_NEVER",
+    "MSG_WORKLOAD_AWARE",
+    "Budgets",
+    "Candidate",
+    "importance",
+    "preempt_pod",
+    "preemption_policy",
+]
+
+MSG_NOT_HELPFUL = "Preemption is not helpful for scheduling"
+MSG_NO_VICTIMS = "No preemption victims found for incoming pod"
+MSG_POLICY_NEVER = "not eligible due to preemptionPolicy=Never."
+# Per-pod preemption is off for PodGroup members (GenericWorkload): the group preempts as a whole.
+MSG_WORKLOAD_AWARE = "preemption: not eligible due to workload aware preemption enabled"
+PREFIX = "preemption: "
+NEVER = "Never"
+
+_MIN_CANDIDATES_ABSOLUTE = 100  # DefaultPreemptionArgs defaults
+_MIN_CANDIDATES_PERCENT = 10
+_PRIORITY_OFFSET = 1 << 31  # sums of priorities stay non-negative (math.MaxInt32 + 1)
+
+
+@dataclass
+class Candidate:
+    row: int
+    victims: list[PodInfo]  # most important first
+    pdb_violations: int
+    order: int = 0
+
+
+def start_time(pi: PodInfo) -> float:
+    """``GetPodStartTime``: status.startTime, else the creation time (the snapshot has no clock)."""
+    ts = pi.pod.status.start_time
+    return ts.timestamp() if ts is not None else pi.created
+
+
+def importance(pi: PodInfo) -> tuple[int, float, str]:
+    """``MoreImportantPod`` as a sort key: higher priority first, then the earlier started."""
+    return (-pi.priority, start_time(pi), pi.key)
+
+
+def preemption_policy(s: Scheduler, pi: PodInfo) -> str:
+    """The pod's preemptionPolicy as admission writes it (from its PriorityClass when the pod leaves it unset)."""
+    if pi.pod.spec.preemption_policy:
+        return pi.pod.spec.preemption_policy
+    return s.priorities.policies.get(pi.pod.spec.priority_class_name, "PreemptLowerPriority")
+
+
+@dataclass
+class _Budget:
+    namespace: str
+    selector: Selector
+    allowed: int
+    disrupted: frozenset[str]
+
+
+@dataclass
+class Budgets:
+    """PodDisruptionBudgets with their disruptionsAllowed (from status, or computed as the disruption controller
+    would: healthy matching pods minus the desired healthy count)."""
+
+    budgets: list[_Budget] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, pdbs: Iterable[PodDisruptionBudget], placed: Iterable[PodInfo]) -> Budgets:
+        placed = list(placed)
+        out = []
+        for pdb in pdbs:
+            sel = Selector.of(pdb.spec.selector)
+            if not sel.requirements:
+                continue  # filterPodsWithPDBViolation skips nil and empty selectors
+            ns = pdb.metadata.namespace
+            allowed = pdb.status.disruptions_allowed
+            if allowed is None:
+                healthy = sum(1 for p in placed if p.namespace == ns and sel.matches(p.pod.metadata.labels))
+                allowed = max(0, healthy - _desired_healthy(pdb, healthy))
+            out.append(_Budget(ns, sel, allowed, frozenset(pdb.status.disrupted_pods)))
+        return cls(out)
+
+    def split(self, pods: Sequence[PodInfo]) -> tuple[list[PodInfo], list[PodInfo]]:
+        """``filterPodsWithPDBViolation``: pods (in the given order) whose eviction would take some budget below
+        zero, and the others."""
+        left = [b.allowed for b in self.budgets]
+        violating: list[PodInfo] = []
+        fine: list[PodInfo] = []
+        for pi in pods:
+            bad = False
+            for i, b in enumerate(self.budgets):
+                if b.namespace != pi.namespace or pi.name in b.disrupted:
+                    continue
+                if not b.selector.matches(pi.pod.metadata.labels):
+                    continue
+                left[i] -= 1
+                bad |= left[i] < 0
+            (violating if bad else fine).append(pi)
+        return violating, fine
+
+
+def _desired_healthy(pdb: PodDisruptionBudget, expected: int) -> int:
+    spec = pdb.spec
+    if spec.max_unavailable is not None:
+        return expected - _scaled(spec.max_unavailable, expected)
+    if spec.min_available is not None:
+        return _scaled(spec.min_available, expected)
+    return expected
+
+
+def _scaled(value: int | str, total: int) -> int:
+    if isinstance(value, int):
+        return value
+    text = value.strip()
+    if text.endswith("%"):
+        return math.ceil(int(text[:-1]) * total / 100)
+    return int(text)
+
+
+def preempt_pod(s: Scheduler, profile: Profile, pi: PodInfo, diag: Diagnosis) -> Candidate | None:
+    """PostFilter for a pod that fits nowhere: the chosen candidate (its victims not yet evicted), or None. Writes
+    the ``preemption: ...`` part of the FitError into ``diag`` when preemption cannot help."""
+    if preemption_policy(s, pi) == NEVER:
+        diag.post_filter_message = PREFIX + MSG_POLICY_NEVER
+        return None
+    table = s.state.table
+    n = len(table)
+    potential = np.flatnonzero(profile.resolvable(pi, table))
+    statuses: Counter[str] = Counter()
+    statuses[MSG_NOT_HELPFUL] = n - len(potential)
+    budgets = Budgets.of(s.pdbs, s.state.pods.values()) if s.pdbs else Budgets()
+    wanted = min(n, max(_MIN_CANDIDATES_ABSOLUTE, n * _MIN_CANDIDATES_PERCENT // 100))
+    candidates: list[Candidate] = []
+    non_violating = 0
+    for row in potential:
+        found = select_victims(s, profile, pi, int(row), budgets)
+        if isinstance(found, Counter):
+            statuses.update(found)
+            continue
+        victims, violations = found
+        candidates.append(Candidate(int(row), victims, violations, len(candidates)))
+        non_violating += violations == 0
+        if non_violating and len(candidates) >= wanted:
+            break
+    if not candidates:
+        out = Diagnosis(n)
+        out.reasons = +statuses
+        diag.post_filter_message = PREFIX + out.message()
+        return None
+    return min(candidates, key=_rank)
+
+
+def select_victims(
+    s: Scheduler, profile: Profile, pi: PodInfo, row: int, budgets: Budgets
+) -> tuple[list[PodInfo], int] | Counter[str]:
+    """``SelectVictimsOnNode``: the fewest, least important lower-priority pods on ``row`` whose removal lets
+    ``pi`` fit, and how many of them violate a PDB; or the node's rejection reasons. The state is left as found."""
+    state, table = s.state, s.state.table
+    lower = [
+        v
+        for v in state.node_pods[row].values()
+        if v.priority < pi.priority and v.key not in state.assumed and _evictable_gang(s, pi, v)
+    ]
+    if not lower:
+        return Counter({MSG_NO_VICTIMS: 1})
+    for v in lower:
+        state.remove(v)
+    try:
+        rejecting = profile.rejecting_filter(pi, table, row)
+        if rejecting is not None:
+            return rejecting.reasons(CycleState(), pi, table, np.array([row], dtype=np.intp))
+        # Beyond v1.36 (gang-safe): members of running gangs are reprieved first within each PDB class, so
+        # other pods are preferred as victims.
+        lower.sort(key=lambda v: (_gang_key(s, v) is None, *importance(v)))
+        violating, fine = budgets.split(lower)
+        victims: list[PodInfo] = []
+        violations = 0
+        for group, is_violating in ((violating, True), (fine, False)):
+            for v in group:
+                state.add_bound(v, row)
+                if profile.rejecting_filter(pi, table, row) is not None:
+                    state.remove(v)
+                    victims.append(v)
+                    violations += is_violating
+        victims = _whole_gangs(s, victims)
+        victims.sort(key=importance)
+        return victims, violations
+    finally:
+        for v in lower:
+            if v.key not in state.placement:
+                state.add_bound(v, row)
+
+
+def _gang_key(s: Scheduler, v: PodInfo) -> str | None:
+    """The key of the gang (a PodGroup with minCount, GangScheduling on) ``v`` belongs to, if any."""
+    gk = v.group_key
+    group = s.groups.get(gk) if gk else None
+    if group is None or group.min_count is None:
+        return None
+    return gk if s.gang_enabled.get(v.pod.spec.scheduler_name, True) else None
+
+
+def _evictable_gang(s: Scheduler, pi: PodInfo, v: PodInfo) -> bool:
+    """Beyond v1.36 (gang-safe): a gang member may be a victim only if its whole gang could go with it, i.e. every
+    bound member is visible, not assumed, and of lower priority than the preemptor."""
+    gk = _gang_key(s, v)
+    if gk is None:
+        return True
+    for key in s.members.get(gk, ()):
+        if key in s.bound_elsewhere:
+            return False
+        member = s.pods[key]
+        if key in s.state.placement and (member.priority >= pi.priority or key in s.state.assumed):
+            return False
+    return True
+
+
+def _whole_gangs(s: Scheduler, victims: list[PodInfo]) -> list[PodInfo]:
+    """Beyond v1.36 (gang-safe): a victim set that would leave a running gang below its minCount takes the gang's
+    other bound members too; a partial gang does no useful work and would only hold its resources."""
+    chosen = {v.key for v in victims}
+    per_gang: Counter[str] = Counter(gk for v in victims if (gk := _gang_key(s, v)) is not None)
+    extra: list[PodInfo] = []
+    for gk, lost in per_gang.items():
+        group = s.groups[gk]
+        bound = [k for k in s.members.get(gk, ()) if k in s.state.placement or k in chosen]
+        if group.min_count is None or len(bound) - lost >= group.min_count:
+            continue
+        extra += [s.pods[k] for k in sorted(bound) if k not in chosen]
+    return victims + extra
+
+
+def _rank(c: Candidate) -> tuple[int, int, int, int, float, int]:
+    """``pickOneNodeForPreemption``: fewest PDB violations, lowest highest-victim priority, smallest priority sum,
+    fewest victims, latest start of the highest-priority victims, then the first candidate found."""
+    if not c.victims:
+        return (0, -(1 << 62), 0, 0, 0.0, c.order)
+    top = c.victims[0].priority
+    total = sum(v.priority + _PRIORITY_OFFSET for v in c.victims)
+    earliest = min(start_time(v) for v in c.victims if v.priority == top)
+    return (c.pdb_violations, top, total, len(c.victims), -earliest, c.order)
