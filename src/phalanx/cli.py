@@ -105,6 +105,60 @@ def schedule(
         render_table(result, Console(width=200 if not sys.stdout.isatty() else None), node_summary(sched))
 
 
+@cli.command()
+@click.option("--kubeconfig", type=click.Path(dir_okay=False), help="kubeconfig file; in-cluster config if omitted.")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), help="KubeSchedulerConfiguration YAML.")
+@click.option("--kube-api-qps", default=50.0, show_default=True, help="Client QPS to the API server (0 lifts it).")
+@click.option("--kube-api-burst", default=100, show_default=True, help="Client burst to the API server.")
+@click.option("--leader-elect/--no-leader-elect", default=True, show_default=True)
+@click.option("--leader-elect-resource-namespace", default="kube-system", show_default=True)
+@click.option("--leader-elect-resource-name", default="phalanx", show_default=True)
+@click.option("--leader-elect-lease-duration", default=15.0, show_default=True, help="Seconds.")
+@click.option("--leader-elect-renew-deadline", default=10.0, show_default=True, help="Seconds.")
+@click.option("--leader-elect-retry-period", default=2.0, show_default=True, help="Seconds.")
+@click.option("--health-address", default="0.0.0.0", show_default=True, help="Address for /healthz, /readyz, /metrics.")
+@click.option("--health-port", default=10251, show_default=True)
+@_exits
+def serve(
+    kubeconfig: str | None,
+    config_path: str | None,
+    kube_api_qps: float,
+    kube_api_burst: int,
+    leader_elect: bool,
+    leader_elect_resource_namespace: str,
+    leader_elect_resource_name: str,
+    leader_elect_lease_duration: float,
+    leader_elect_renew_deadline: float,
+    leader_elect_retry_period: float,
+    health_address: str,
+    health_port: int,
+) -> None:
+    """Run as a secondary scheduler against the Kubernetes API (pods with spec.schedulerName of a profile)."""
+    from phalanx.kube.serve import ServeOptions
+    from phalanx.kube.serve import serve as run_serve
+    from phalanx.scheduling.config import load_config
+
+    config = load_config(config_path) if config_path else None
+    for warning in config.warnings if config else []:
+        click.echo(f"warning: {warning}", err=True)
+    run_serve(
+        ServeOptions(
+            kubeconfig=kubeconfig,
+            config=config,
+            qps=kube_api_qps,
+            burst=kube_api_burst,
+            leader_elect=leader_elect,
+            lease_namespace=leader_elect_resource_namespace,
+            lease_name=leader_elect_resource_name,
+            lease_duration=leader_elect_lease_duration,
+            renew_deadline=leader_elect_renew_deadline,
+            retry_period=leader_elect_retry_period,
+            health_address=health_address,
+            health_port=health_port,
+        )
+    )
+
+
 cli.add_command(guard)
 
 

@@ -1,0 +1,1 @@
+"""The live adapter: the only package that talks to a Kubernetes API server (``phalanx serve``)."""

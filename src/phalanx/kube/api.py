@@ -1,0 +1,221 @@
+"""The one place that calls the official ``kubernetes`` client: lists, watches and the writes kube-scheduler makes.
+
+``Api`` is the narrow seam the rest of ``phalanx.kube`` depends on (STYLE.md habit 13): objects go in and out as
+plain JSON dicts (decoded with msgspec, never through the client's models, which are slow at 150,000 pods), and
+every failure is an :class:`ApiError` carrying the HTTP status, so callers branch on ``retryable`` and ``code``.
+Requests pass a token bucket first (``qps``/``burst``, like client-go's flowcontrol; ``qps <= 0`` lifts it).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+from kubernetes import client as k8s
+from kubernetes.client.exceptions import ApiException
+
+__all__ = ["RESOURCES", "Api", "ApiError", "Resource", "TokenBucket", "WatchEvent", "make_api_client"]
+
+_json = msgspec.json.Decoder()
+
+
+@dataclass(frozen=True)
+class Resource:
+    """A watched collection: group ("" for core), version and plural."""
+
+    group: str
+    version: str
+    plural: str
+
+    @property
+    def kind_key(self) -> str:
+        return self.plural
+
+
+RESOURCES = {
+    "nodes": Resource("", "v1", "nodes"),
+    "pods": Resource("", "v1", "pods"),
+    "priorityclasses": Resource("scheduling.k8s.io", "v1", "priorityclasses"),
+    "poddisruptionbudgets": Resource("policy", "v1", "poddisruptionbudgets"),
+    "podgroups": Resource("scheduling.k8s.io", "v1alpha2", "podgroups"),
+    "workloads": Resource("scheduling.k8s.io", "v1alpha2", "workloads"),
+}
+
+
+class ApiError(Exception):
+    """An API call failed. ``code`` is the HTTP status (0 for a connection error)."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+
+    @property
+    def retryable(self) -> bool:
+        """429, 5xx and connection errors are worth retrying; 4xx are answers."""
+        return self.code in (0, 429) or self.code >= 500
+
+
+class WatchEvent(msgspec.Struct):
+    type: str
+    object: dict[str, Any]
+
+
+_event = msgspec.json.Decoder(WatchEvent)
+
+
+class TokenBucket:
+    """client-go's token bucket: ``burst`` requests at once, refilled at ``qps`` per second."""
+
+    def __init__(self, qps: float, burst: int) -> None:
+        self.qps, self.burst = qps, max(1, burst)
+        self.tokens = float(self.burst)
+        self.stamp = time.monotonic()
+        self.lock = threading.Lock()
+
+    def take(self) -> None:
+        if self.qps <= 0:
+            return
+        with self.lock:
+            now = time.monotonic()
+            self.tokens = min(self.burst, self.tokens + (now - self.stamp) * self.qps)
+            self.stamp = now
+            self.tokens -= 1
+            wait = -self.tokens / self.qps if self.tokens < 0 else 0.0
+        if wait > 0:
+            time.sleep(wait)
+
+
+def make_api_client(kubeconfig: str | None = None, host: str | None = None, pool: int = 32) -> Any:
+    """An ApiClient from a kubeconfig file (or in-cluster config), or for a plain ``host`` URL."""
+    from kubernetes import config
+
+    if host is not None:
+        cfg = k8s.Configuration(host=host)
+    elif kubeconfig:
+        cfg = k8s.Configuration()
+        config.load_kube_config(config_file=kubeconfig, client_configuration=cfg)
+    else:
+        cfg = k8s.Configuration()
+        config.load_incluster_config(client_configuration=cfg)
+    cfg.connection_pool_maxsize = pool
+    cfg.retries = False
+    return k8s.ApiClient(cfg)
+
+
+def _raise(exc: Exception) -> ApiError:
+    if isinstance(exc, ApiException):
+        return ApiError(int(exc.status or 0), str(exc.reason or exc.body or ""))
+    return ApiError(0, f"{type(exc).__name__}: {exc}")
+
+
+class Api:
+    """Typed calls over one ``kubernetes.client.ApiClient``."""
+
+    def __init__(self, api_client: Any, qps: float = 50.0, burst: int = 100) -> None:
+        self.client = api_client
+        self.core = k8s.CoreV1Api(api_client)
+        self.custom = k8s.CustomObjectsApi(api_client)
+        self.sched = k8s.SchedulingV1Api(api_client)
+        self.policy = k8s.PolicyV1Api(api_client)
+        self.events = k8s.EventsV1Api(api_client)
+        self.coord = k8s.CoordinationV1Api(api_client)
+        self.bucket = TokenBucket(qps, burst)
+
+    def close(self) -> None:
+        self.client.close()
+
+    def _call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        self.bucket.take()
+        try:
+            return fn(*args, **kwargs)
+        except Exception as exc:
+            raise _raise(exc) from exc
+
+    def _collection(self, res: Resource, **kwargs: Any) -> Any:
+        kwargs["_preload_content"] = False
+        if res.plural == "nodes":
+            return self._call(self.core.list_node, **kwargs)
+        if res.plural == "pods":
+            return self._call(self.core.list_pod_for_all_namespaces, **kwargs)
+        if res.plural == "priorityclasses":
+            return self._call(self.sched.list_priority_class, **kwargs)
+        if res.plural == "poddisruptionbudgets":
+            return self._call(self.policy.list_pod_disruption_budget_for_all_namespaces, **kwargs)
+        return self._call(self.custom.list_cluster_custom_object, res.group, res.version, res.plural, **kwargs)
+
+    # --- reads ----------------------------------------------------------------------------------------------------
+
+    def list(self, res: Resource) -> tuple[list[dict[str, Any]], str]:
+        """Every object of ``res`` and the list's resourceVersion."""
+        resp = self._collection(res)
+        body = _json.decode(resp.data)
+        return body.get("items") or [], str(body["metadata"]["resourceVersion"])
+
+    def watch(self, res: Resource, resource_version: str, timeout: int = 300) -> Iterator[WatchEvent]:
+        """Events after ``resource_version``, bookmarks included, until the server ends the stream."""
+        resp = self._collection(
+            res,
+            watch=True,
+            resource_version=resource_version,
+            allow_watch_bookmarks=True,
+            timeout_seconds=timeout,
+            _request_timeout=(10, timeout + 30),
+        )
+        try:
+            buf = b""
+            for chunk in resp.stream(65536, decode_content=False):
+                buf += chunk
+                *lines, buf = buf.split(b"\n")
+                for line in lines:
+                    if line.strip():
+                        yield _event.decode(line)
+        except Exception as exc:
+            raise _raise(exc) from exc
+        finally:
+            resp.release_conn()
+
+    def get_pod(self, namespace: str, name: str) -> dict[str, Any]:
+        resp = self._call(self.core.read_namespaced_pod, name, namespace, _preload_content=False)
+        return dict(_json.decode(resp.data))
+
+    # --- writes ---------------------------------------------------------------------------------------------------
+
+    def bind(self, namespace: str, name: str, uid: str, node: str) -> None:
+        body = k8s.V1Binding(
+            metadata=k8s.V1ObjectMeta(name=name, namespace=namespace, uid=uid),
+            target=k8s.V1ObjectReference(kind="Node", api_version="v1", name=node),
+        )
+        self._call(self.core.create_namespaced_pod_binding, name, namespace, body, _preload_content=False)
+
+    def patch_pod_status(self, namespace: str, name: str, patch: dict[str, Any]) -> None:
+        ctype = "application/strategic-merge-patch+json"
+        fn = self.core.patch_namespaced_pod_status
+        self._call(fn, name, namespace, patch, _content_type=ctype, _preload_content=False)
+
+    def patch_pod_group_status(self, namespace: str, name: str, patch: dict[str, Any]) -> None:
+        res = RESOURCES["podgroups"]
+        fn = self.custom.patch_namespaced_custom_object_status
+        args = (res.group, res.version, namespace, res.plural, name, patch)
+        self._call(fn, *args, _content_type="application/merge-patch+json", _preload_content=False)
+
+    def create_event(self, namespace: str, body: dict[str, Any]) -> None:
+        self._call(self.events.create_namespaced_event, namespace, body, _preload_content=False)
+
+    def get_lease(self, namespace: str, name: str) -> dict[str, Any] | None:
+        try:
+            resp = self._call(self.coord.read_namespaced_lease, name, namespace, _preload_content=False)
+        except ApiError as exc:
+            if exc.code == 404:
+                return None
+            raise
+        return dict(_json.decode(resp.data))
+
+    def create_lease(self, namespace: str, body: dict[str, Any]) -> None:
+        self._call(self.coord.create_namespaced_lease, namespace, body, _preload_content=False)
+
+    def replace_lease(self, namespace: str, name: str, body: dict[str, Any]) -> None:
+        self._call(self.coord.replace_namespaced_lease, name, namespace, body, _preload_content=False)

@@ -1,0 +1,142 @@
+"""The writes kube-scheduler makes after a cycle, done on a pool of threads.
+
+- ``bind``: ``pods/binding`` with the pod's uid as precondition; 429, 5xx and connection errors are retried with
+  exponential backoff; a 409 (already bound, or a different pod now has the name) or 404 is an answer, not a retry.
+  Success writes a ``Scheduled`` event (the API server sets ``PodScheduled=True`` itself).
+- ``unschedulable``: the pod's ``PodScheduled=False`` condition (strategic merge) and a ``FailedScheduling`` event.
+- ``pod_group_condition``: a JSON merge patch of the PodGroup's ``/status`` with the resourceVersion read as
+  precondition (409 means the cache was stale; the caller retries once the watch caught up).
+Events are best effort, as kube-scheduler's broadcaster is: a failed event write is counted and dropped.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from datetime import UTC, datetime
+from typing import Any
+
+from phalanx.kube.api import Api, ApiError
+from phalanx.kube.metrics import Metrics
+
+__all__ = ["Binder", "now_rfc3339"]
+
+log = logging.getLogger("phalanx.kube")
+
+
+def now_rfc3339(micro: bool = False) -> str:
+    fmt = "%Y-%m-%dT%H:%M:%S.%fZ" if micro else "%Y-%m-%dT%H:%M:%SZ"
+    return datetime.now(UTC).strftime(fmt)
+
+
+class Binder:
+    def __init__(self, api: Api, metrics: Metrics, identity: str, workers: int = 16, retries: int = 5):
+        self.api, self.metrics, self.identity, self.retries = api, metrics, identity, retries
+        self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="binder")
+        self.backoff = 0.05
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
+        return self.pool.submit(fn, *args)
+
+    def shutdown(self, wait: bool = True) -> None:
+        self.pool.shutdown(wait=wait, cancel_futures=not wait)
+
+    def _retrying(self, fn: Callable[..., Any], *args: Any) -> None:
+        for attempt in range(self.retries + 1):
+            try:
+                fn(*args)
+                return
+            except ApiError as exc:
+                if not exc.retryable or attempt == self.retries:
+                    raise
+                time.sleep(min(self.backoff * 2**attempt, 2.0))
+
+    def bind(self, namespace: str, name: str, uid: str, node: str) -> ApiError | None:
+        """Bind; returns None on success, or the error that made binding impossible."""
+        try:
+            self._retrying(self.api.bind, namespace, name, uid, node)
+        except ApiError as exc:
+            self.metrics.inc("phalanx_bindings_total", result="error")
+            log.warning("binding %s/%s to %s failed: %s", namespace, name, node, exc)
+            return exc
+        self.metrics.inc("phalanx_bindings_total", result="bound")
+        regarding = {"apiVersion": "v1", "kind": "Pod", "namespace": namespace, "name": name, "uid": uid}
+        self.event(
+            namespace,
+            regarding,
+            "Normal",
+            "Scheduled",
+            "Binding",
+            f"Successfully assigned {namespace}/{name} to {node}",
+        )
+        return None
+
+    def unschedulable(self, namespace: str, name: str, uid: str, reason: str, message: str) -> None:
+        cond = {
+            "type": "PodScheduled",
+            "status": "False",
+            "reason": reason,
+            "message": message,
+            "lastProbeTime": None,
+            "lastTransitionTime": now_rfc3339(),
+        }
+        try:
+            self._retrying(self.api.patch_pod_status, namespace, name, {"status": {"conditions": [cond]}})
+            self.metrics.inc("phalanx_api_writes_total", kind="pod_status", result="ok")
+        except ApiError as exc:
+            self.metrics.inc("phalanx_api_writes_total", kind="pod_status", result="error")
+            log.info("pod status %s/%s: %s", namespace, name, exc)
+        regarding = {"apiVersion": "v1", "kind": "Pod", "namespace": namespace, "name": name, "uid": uid}
+        self.event(namespace, regarding, "Warning", "FailedScheduling", "Scheduling", message)
+
+    def pod_group_condition(self, pg: dict[str, Any], status: str, reason: str, message: str) -> ApiError | None:
+        """Patch PodGroupScheduled with meta.SetStatusCondition semantics; never regress True."""
+        md = pg["metadata"]
+        conds = list((pg.get("status") or {}).get("conditions") or [])
+        old = next((c for c in conds if c.get("type") == "PodGroupScheduled"), None)
+        if old is not None and old.get("status") == "True" and status != "True":
+            return None
+        new = {
+            "type": "PodGroupScheduled",
+            "status": status,
+            "reason": reason,
+            "message": message,
+            "observedGeneration": int(md.get("generation") or 0),
+            "lastTransitionTime": now_rfc3339(),
+        }
+        if old is not None and old.get("status") == status:
+            new["lastTransitionTime"] = old.get("lastTransitionTime") or new["lastTransitionTime"]
+        if old == new:
+            return None
+        conds = [c for c in conds if c.get("type") != "PodGroupScheduled"] + [new]
+        patch = {"metadata": {"resourceVersion": md.get("resourceVersion")}, "status": {"conditions": conds}}
+        try:
+            self._retrying(self.api.patch_pod_group_status, md["namespace"], md["name"], patch)
+            self.metrics.inc("phalanx_api_writes_total", kind="pod_group_status", result="ok")
+            return None
+        except ApiError as exc:
+            self.metrics.inc("phalanx_api_writes_total", kind="pod_group_status", result="error")
+            return exc
+
+    def event(self, namespace: str, regarding: dict[str, Any], etype: str, reason: str, action: str, note: str) -> None:
+        body = {
+            "apiVersion": "events.k8s.io/v1",
+            "kind": "Event",
+            "metadata": {"name": f"{regarding['name']}.{uuid.uuid4().hex[:16]}", "namespace": namespace},
+            "eventTime": now_rfc3339(micro=True),
+            "reportingController": "phalanx",
+            "reportingInstance": self.identity,
+            "action": action,
+            "reason": reason,
+            "regarding": regarding,
+            "note": note[:1024],
+            "type": etype,
+        }
+        try:
+            self.api.create_event(namespace, body)
+            self.metrics.inc("phalanx_api_writes_total", kind="event", result="ok")
+        except ApiError:
+            self.metrics.inc("phalanx_api_writes_total", kind="event", result="error")

@@ -1,0 +1,318 @@
+"""``phalanx serve``: the engine driven by watches, its decisions written back through the API.
+
+Algorithm (one thread owns the cache and the engine; reflectors and the binder's pool only talk to it by queue):
+
+1. Drain deltas. Each updates the cache (objects as JSON dicts by resource and key) and, once the engine is
+   built, becomes an engine event: pod add/update/delete, PodGroup add/update/delete. A relist's ``Replace`` is
+   diffed against the cache by resourceVersion, so nothing is lost or applied twice. Node and PriorityClass
+   changes rebuild the engine from the cache (the engine has no node events yet).
+2. When every collection has listed and this instance leads, build the engine from the cache (``load``), then
+   ``run`` it. Pods the engine bound are submitted to the binder; a gang's members are bound only after its whole
+   PodGroup cycle succeeded, because the engine binds nothing before that.
+3. Write unschedulable pods' ``PodScheduled=False`` and ``FailedScheduling`` events (once per distinct message)
+   and PodGroup conditions (never regressing True).
+4. A binding that fails for good is answered by re-reading the pod (the engine requeues it if it is still pending)
+   and by a ``FailedBinding`` event on its PodGroup.
+
+Restart recovery needs nothing more: a new leader lists bound pods as bound, so nothing is bound twice, and a
+gang's bound members count toward its minCount when the rest are scheduled.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+
+from phalanx.api.models import Node, Pod, PodGroup, PriorityClass
+from phalanx.cluster.pods import PodInfo, pod_key
+from phalanx.kube.api import RESOURCES, Api, ApiError
+from phalanx.kube.binder import Binder
+from phalanx.kube.informer import Delta, Reflector, Replace
+from phalanx.kube.metrics import Metrics
+from phalanx.scheduling.config import SchedulerConfig, default_profile
+from phalanx.scheduling.scheduler import GroupInfo, Scheduler
+
+__all__ = ["Controller", "Engine", "obj_key"]
+
+log = logging.getLogger("phalanx.kube")
+_TERMINAL = ("Succeeded", "Failed")
+_REBUILD = {"nodes", "priorityclasses"}
+
+
+def obj_key(obj: dict[str, Any]) -> str:
+    md = obj.get("metadata") or {}
+    return pod_key(md.get("namespace", ""), md.get("name", "")) if md.get("namespace") else str(md.get("name"))
+
+
+class Engine(Scheduler):
+    """The engine, recording what a cycle decided so the controller can write it."""
+
+    def __init__(self, config: SchedulerConfig | None) -> None:
+        super().__init__(config or SchedulerConfig([default_profile("phalanx")]))
+        self.just_bound: list[str] = []
+        self.just_failed: dict[str, tuple[str, str]] = {}
+        self.changed_groups: set[str] = set()
+
+    def bind(self, pi: PodInfo) -> None:
+        super().bind(pi)
+        self.just_bound.append(pi.key)
+
+    def fail(self, pi: PodInfo, reason: str, message: str, *args: Any, **kwargs: Any) -> None:
+        super().fail(pi, reason, message, *args, **kwargs)
+        self.just_failed[pi.key] = (reason, message)
+
+    def set_condition(self, group: GroupInfo, status: str, reason: str, message: str) -> None:
+        super().set_condition(group, status, reason, message)
+        self.changed_groups.add(group.key)
+
+
+@dataclass
+class Controller:
+    api: Api
+    binder: Binder
+    metrics: Metrics
+    config: SchedulerConfig | None = None
+    names: frozenset[str] = frozenset({"phalanx"})
+    resources: tuple[str, ...] = tuple(RESOURCES)
+    stop: threading.Event = field(default_factory=threading.Event)
+    deltas: queue.Queue[Any] = field(default_factory=queue.Queue)
+    cache: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    synced: set[str] = field(default_factory=set)
+    engine: Engine | None = None
+    rebuild: bool = False
+    written: dict[str, tuple[str, str]] = field(default_factory=dict)  # pod key -> last (reason, message) written
+    retry_groups: set[str] = field(default_factory=set)
+    reflectors: list[Reflector] = field(default_factory=list)
+    first_bind: float | None = None
+
+    def start(self) -> None:
+        for name in self.resources:
+            self.cache.setdefault(name, {})
+            r = Reflector(self.api, RESOURCES[name], self.deltas, self.stop)
+            self.reflectors.append(r)
+            r.start()
+
+    def ready(self) -> bool:
+        return self.synced >= set(self.resources)
+
+    # --- 1. deltas ----------------------------------------------------------------------------------------------
+
+    def drain(self, timeout: float) -> int:
+        """Apply every queued delta (waiting up to ``timeout`` for the first). Returns how many."""
+        n = 0
+        try:
+            item = self.deltas.get(timeout=timeout)
+            while True:
+                self._apply(item)
+                n += 1
+                item = self.deltas.get_nowait()
+        except queue.Empty:
+            return n
+
+    def _apply(self, item: Delta | Replace | _Refresh | _RetryGroup) -> None:
+        if isinstance(item, Replace):
+            self._replace(item)
+            return
+        if isinstance(item, _RetryGroup):
+            self.retry_groups.add(item.key)
+            return
+        if isinstance(item, _Refresh):
+            if _rv(item.obj) >= _rv(self.cache["pods"].get(item.key) or {}):
+                self.cache["pods"][item.key] = item.obj
+                self._engine_event("pods", item.obj, item.key)
+            return
+        cache = self.cache[item.resource]
+        key = obj_key(item.obj)
+        if item.type == "DELETED":
+            old = cache.pop(key, None)
+            if old is not None:
+                self._engine_event(item.resource, None, key)
+            return
+        old = cache.get(key)
+        if old is not None and _rv(old) >= _rv(item.obj):
+            return  # already applied (a relist or our own optimistic update got here first)
+        cache[key] = item.obj
+        self._engine_event(item.resource, item.obj, key)
+
+    def _replace(self, item: Replace) -> None:
+        cache = self.cache[item.resource]
+        fresh = {obj_key(o): o for o in item.items}
+        for key in [k for k in cache if k not in fresh]:
+            self._apply(Delta(item.resource, "DELETED", cache[key]))
+        for obj in item.items:
+            self._apply(Delta(item.resource, "MODIFIED", obj))
+        self.synced.add(item.resource)
+
+    def _engine_event(self, resource: str, obj: dict[str, Any] | None, key: str) -> None:
+        eng = self.engine
+        if eng is None:
+            return
+        if resource in _REBUILD:
+            self.rebuild = True
+        elif resource == "pods":
+            pod = self._pod(obj) if obj is not None else None
+            if pod is None:
+                eng.delete_pod(key)
+                self.written.pop(key, None)
+            else:
+                eng.update_pod(pod)
+        elif resource == "podgroups":
+            if obj is None:
+                eng.delete_pod_group(key)
+            elif (pg := _decode(obj, PodGroup)) is not None:
+                eng.add_pod_group(pg)
+
+    def _pod(self, obj: dict[str, Any]) -> Pod | None:
+        """The pod as the engine should see it, or None: terminal pods and other schedulers' pending pods."""
+        status = obj.get("status") or {}
+        spec = obj.get("spec") or {}
+        if status.get("phase") in _TERMINAL:
+            return None
+        if not spec.get("nodeName") and spec.get("schedulerName", "default-scheduler") not in self.names:
+            return None
+        pod: Pod | None = _decode(obj, Pod)
+        return pod
+
+    # --- 2. build and run ---------------------------------------------------------------------------------------
+
+    def build(self) -> Engine:
+        """A new engine from the cache: every bound pod accounted, every pending pod of ours queued."""
+        eng = Engine(self.config)
+        nodes = [n for o in self.cache["nodes"].values() if (n := _decode(o, Node)) is not None]
+        pcs = [p for o in self.cache.get("priorityclasses", {}).values() if (p := _decode(o, PriorityClass))]
+        pgs = [g for o in self.cache.get("podgroups", {}).values() if (g := _decode(o, PodGroup)) is not None]
+        pods = [p for o in self.cache["pods"].values() if (p := self._pod(o)) is not None]
+        try:
+            eng.load(nodes, pods, pgs, pcs)
+        except Exception as exc:  # one pod the engine refuses must not stop the others
+            log.warning("loading pods one by one: %s", exc)
+            eng = Engine(self.config)
+            eng.load(nodes, [], pgs, pcs)
+            for p in pods:
+                try:
+                    eng.add_pod(p)
+                except Exception as err:
+                    log.warning("pod %s/%s ignored: %s", p.metadata.namespace, p.metadata.name, err)
+        self.engine, self.rebuild = eng, False
+        return eng
+
+    def step(self, leading: bool, timeout: float = 0.05) -> int:
+        """One round: drain deltas, then (leading and synced) schedule and write. Returns pods bound."""
+        self.drain(timeout)
+        if not leading or not self.ready():
+            return 0
+        eng = self.engine if self.engine is not None and not self.rebuild else self.build()
+        start = time.perf_counter()
+        eng.run()
+        elapsed = time.perf_counter() - start
+        return self._write(eng, elapsed)
+
+    # --- 3 and 4. writes ----------------------------------------------------------------------------------------
+
+    def _write(self, eng: Engine, elapsed: float) -> int:
+        bound, failed, groups = eng.just_bound, eng.just_failed, eng.changed_groups | self.retry_groups
+        eng.just_bound, eng.just_failed, eng.changed_groups, self.retry_groups = [], {}, set(), set()
+        attempts = len(bound) + len(failed)
+        if attempts:
+            self.metrics.observe(elapsed / attempts, attempts)
+            self.metrics.inc("scheduler_schedule_attempts_total", len(bound), result="scheduled", profile="phalanx")
+            self.metrics.inc(
+                "scheduler_schedule_attempts_total", len(failed), result="unschedulable", profile="phalanx"
+            )
+        self.metrics.set("scheduler_pending_pods", len(eng.queue), queue="active")
+        self.metrics.set("scheduler_pending_pods", len(eng.queue.gated), queue="gated")
+        for key in bound:
+            self._bind(eng, key)
+        for key, (reason, message) in failed.items():
+            self._unschedulable(key, reason, message)
+        for gk in groups:
+            self._condition(eng, gk)
+        return len(bound)
+
+    def _bind(self, eng: Engine, key: str) -> None:
+        pod = self.cache["pods"].get(key)
+        row = eng.state.placement.get(key)
+        if pod is None or row is None:
+            return
+        node = eng.state.table.names[row]
+        md = pod["metadata"]
+        if self.first_bind is None:
+            self.first_bind = time.monotonic()
+        fut = self.binder.submit(self.binder.bind, md["namespace"], md["name"], md.get("uid", ""), node)
+        fut.add_done_callback(lambda f: self._bound(key, pod, f.result()))
+
+    def _bound(self, key: str, pod: dict[str, Any], err: ApiError | None) -> None:
+        """Binder thread: hand the outcome back to the controller thread as a delta."""
+        if err is None:
+            return
+        md = pod["metadata"]
+        gname = ((pod.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName")
+        if gname:
+            regarding = {"apiVersion": "scheduling.k8s.io/v1alpha2", "kind": "PodGroup", "namespace": md["namespace"]}
+            note = f"member {md['name']} could not be bound: {err}"
+            self.binder.event(
+                md["namespace"], {**regarding, "name": gname}, "Warning", "FailedBinding", "Binding", note
+            )
+        try:
+            fresh = self.api.get_pod(md["namespace"], md["name"])
+        except ApiError as exc:
+            if exc.code == 404:
+                self.deltas.put(Delta("pods", "DELETED", pod))
+            return
+        # Force the engine to see the pod as it is now, even if the watch already delivered this version.
+        self.deltas.put(_Refresh(key, fresh))
+
+    def _unschedulable(self, key: str, reason: str, message: str) -> None:
+        if self.written.get(key) == (reason, message):
+            return
+        pod = self.cache["pods"].get(key)
+        if pod is None:
+            return
+        self.written[key] = (reason, message)
+        md = pod["metadata"]
+        self.binder.submit(self.binder.unschedulable, md["namespace"], md["name"], md.get("uid", ""), reason, message)
+
+    def _condition(self, eng: Engine, gk: str) -> None:
+        cond = eng.conditions.get(gk)
+        pg = self.cache.get("podgroups", {}).get(gk)
+        if cond is None or pg is None:
+            return
+        self.metrics.inc("scheduler_pod_group_schedule_attempts_total", result=cond.reason or cond.status)
+        fut = self.binder.submit(self.binder.pod_group_condition, pg, cond.status, cond.reason, cond.message)
+        fut.add_done_callback(lambda f: self._condition_done(gk, f.result()))
+
+    def _condition_done(self, gk: str, err: ApiError | None) -> None:
+        if err is not None and err.code == 409:
+            self.deltas.put(_RetryGroup(gk))
+
+
+@dataclass(frozen=True, slots=True)
+class _Refresh:
+    key: str
+    obj: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class _RetryGroup:
+    key: str
+
+
+def _rv(obj: dict[str, Any]) -> int:
+    try:
+        return int((obj.get("metadata") or {}).get("resourceVersion") or 0)
+    except ValueError:
+        return 0
+
+
+def _decode(obj: dict[str, Any], model: Any) -> Any:
+    try:
+        return msgspec.convert(obj, model)
+    except msgspec.ValidationError as exc:
+        log.warning("%s %s ignored: %s", model.__name__, obj_key(obj), exc)
+        return None

@@ -1,0 +1,118 @@
+"""Run ``phalanx serve``: watches, leader election, the scheduling loop, health and metrics, graceful shutdown."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import threading
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from phalanx.kube.api import Api, make_api_client
+from phalanx.kube.binder import Binder
+from phalanx.kube.controller import Controller
+from phalanx.kube.leader import LeaderElector
+from phalanx.kube.metrics import Metrics, serve_health
+from phalanx.scheduling.config import SchedulerConfig, default_profile
+
+__all__ = ["ServeOptions", "Server", "serve"]
+
+log = logging.getLogger("phalanx.kube")
+
+
+@dataclass
+class ServeOptions:
+    kubeconfig: str | None = None
+    host: str | None = None  # a plain API server URL instead of a kubeconfig (tests, benchmarks)
+    config: SchedulerConfig | None = None
+    qps: float = 50.0
+    burst: int = 100
+    leader_elect: bool = True
+    lease_namespace: str = "kube-system"
+    lease_name: str = "phalanx"
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+    identity: str = field(default_factory=lambda: f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}")
+    health_address: str = "0.0.0.0"
+    health_port: int | None = 10251  # None: no health server
+    bind_workers: int = 16
+
+
+class Server:
+    """One ``phalanx serve`` instance; ``run`` blocks until ``stop`` is set or leadership is lost."""
+
+    def __init__(self, opts: ServeOptions, api: Api | None = None) -> None:
+        self.opts = opts
+        self.api = api or Api(
+            make_api_client(opts.kubeconfig, opts.host, pool=opts.bind_workers * 2), opts.qps, opts.burst
+        )
+        self.metrics = Metrics()
+        self.binder = Binder(self.api, self.metrics, opts.identity, workers=opts.bind_workers)
+        config = opts.config or SchedulerConfig([default_profile("phalanx")])
+        names = frozenset(p.scheduler_name for p in config.profiles)
+        self.controller = Controller(self.api, self.binder, self.metrics, config, names)
+        self.stop = self.controller.stop
+        self.elector = LeaderElector(
+            self.api,
+            opts.lease_namespace,
+            opts.lease_name,
+            opts.identity,
+            opts.lease_duration,
+            opts.renew_deadline,
+            opts.retry_period,
+        )
+        self.health: Any = None
+
+    def run(self) -> None:
+        opts = self.opts
+        if opts.health_port is not None:
+            self.health = serve_health(opts.health_address, opts.health_port, self.metrics, self.controller.ready)
+        self.controller.start()
+        if opts.leader_elect:
+            threading.Thread(target=self.elector.run, args=(self.stop,), daemon=True, name="leader").start()
+        try:
+            while not self.stop.is_set() and not self.elector.lost.is_set():
+                leading = not opts.leader_elect or self.elector.leading.is_set()
+                self.metrics.set("phalanx_leader", 1.0 if leading else 0.0)
+                self.controller.step(leading)
+        finally:
+            self.shutdown(graceful=not self.elector.lost.is_set())
+
+    def shutdown(self, graceful: bool = True) -> None:
+        """Stop watching; finish (graceful) or abandon in-flight writes; give the lease up if graceful."""
+        self.stop.set()
+        self.binder.shutdown(wait=graceful)
+        if graceful:
+            self.elector.release()
+        if self.health is not None:
+            self.health.shutdown()
+            self.health.server_close()
+        for r in self.controller.reflectors:
+            r.thread.join(timeout=5)
+        self.api.close()
+
+    def crash(self) -> None:
+        """Stop at once as a killed process would: no draining, no lease release (tests use it)."""
+        self.elector.leading.clear()
+        self.elector.lost.set()
+        self.stop.set()
+        self.binder.shutdown(wait=False)
+        for r in self.controller.reflectors:
+            r.thread.join(timeout=5)
+        self.api.close()
+
+
+def serve(opts: ServeOptions) -> None:
+    """The CLI entry point: structured logs, SIGTERM/SIGINT mean graceful shutdown."""
+    logging.basicConfig(
+        level=os.environ.get("PHALANX_LOG_LEVEL", "INFO"),
+        format='{"time":"%(asctime)s","level":"%(levelname)s","logger":"%(name)s","msg":"%(message)s"}',
+    )
+    server = Server(opts)
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: server.stop.set())
+    server.run()

@@ -1,0 +1,65 @@
+"""The test API server's own semantics, through the real client: field selectors, 410, stale updates."""
+
+from __future__ import annotations
+
+import pytest
+
+from kube.apiserver import APIServer, field_matches, merge_patch, strategic_merge_status
+from kube.conftest import pod
+from phalanx.kube.api import RESOURCES, Api, ApiError, make_api_client
+
+
+@pytest.mark.parametrize(
+    ("selector", "expected"),
+    [
+        ("spec.schedulerName=phalanx", True),
+        ("spec.schedulerName==other", False),
+        ("spec.nodeName=", True),
+        ("spec.nodeName!=,spec.schedulerName=phalanx", False),
+        ("spec.schedulerName=phalanx,status.phase!=Succeeded", True),
+    ],
+)
+def test_field_selectors(selector: str, expected: bool) -> None:
+    assert field_matches(pod("p"), selector) is expected
+
+
+def test_patches() -> None:
+    assert merge_patch({"a": {"b": 1, "c": 2}}, {"a": {"b": None, "d": 3}}) == {"a": {"c": 2, "d": 3}}
+    target = {"status": {"phase": "Pending", "conditions": [{"type": "Ready", "status": "False"}]}}
+    patch = {"status": {"conditions": [{"type": "PodScheduled", "status": "False"}]}}
+    assert strategic_merge_status(target, patch)["status"]["conditions"] == [
+        {"type": "Ready", "status": "False"},
+        {"type": "PodScheduled", "status": "False"},
+    ]
+
+
+def test_watch_from_a_compacted_version_is_410(apiserver: APIServer) -> None:
+    st = apiserver.store
+    st.create("pods", pod("p0"))
+    api = Api(make_api_client(host=apiserver.url), qps=0)
+    try:
+        _, rv = api.list(RESOURCES["pods"])
+        st.create("pods", pod("p1"))
+        st.compact()
+        events = list(api.watch(RESOURCES["pods"], rv, timeout=1))
+        assert [(e.type, e.object["code"]) for e in events] == [("ERROR", 410)]
+        with pytest.raises(ApiError) as err:
+            api.bind("default", "p0", "wrong-uid", "n0")
+        assert err.value.code == 409 and not err.value.retryable
+    finally:
+        api.close()
+
+
+def test_lease_update_with_stale_version_conflicts(apiserver: APIServer) -> None:
+    api = Api(make_api_client(host=apiserver.url), qps=0)
+    try:
+        body = {"metadata": {"name": "l", "namespace": "ns"}, "spec": {"holderIdentity": "a"}}
+        api.create_lease("ns", body)
+        lease = api.get_lease("ns", "l")
+        assert lease is not None
+        api.replace_lease("ns", "l", {**lease, "spec": {"holderIdentity": "b"}})
+        with pytest.raises(ApiError) as err:
+            api.replace_lease("ns", "l", {**lease, "spec": {"holderIdentity": "c"}})
+        assert err.value.code == 409
+    finally:
+        api.close()

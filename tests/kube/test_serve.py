@@ -1,0 +1,161 @@
+"""``phalanx serve`` end to end through the test API server: the real client over loopback HTTP."""
+
+from __future__ import annotations
+
+import urllib.request
+from collections.abc import Callable
+
+from kube.apiserver import APIServer
+from kube.conftest import Instance, condition, node, pod, pod_group
+
+
+def _events(srv: APIServer, reason: str) -> list[dict]:
+    return [e for e in list(srv.store.objects["events"].values()) if e["reason"] == reason]
+
+
+def test_gang_members_are_bound_together(apiserver: APIServer, start: Callable[..., Instance]) -> None:
+    st = apiserver.store
+    for i in range(2):
+        st.create("nodes", node(f"n{i}", cpu="4"))
+    st.create("podgroups", pod_group("g", 4))
+    for i in range(4):
+        st.create("pods", pod(f"p{i}", "g", cpu="2"))
+    start()
+    assert st.wait_for(lambda: len(st.bindings) == 4)
+    assert st.wait_for(lambda: (condition(st, "g") or {}).get("status") == "True")
+    assert all(len(nodes) == 1 for nodes in st.bindings.values())
+    assert st.wait_for(lambda: len(_events(apiserver, "Scheduled")) == 4)
+
+
+def test_gang_that_does_not_fit_binds_nobody(apiserver: APIServer, start: Callable[..., Instance]) -> None:
+    st = apiserver.store
+    st.create("nodes", node("n0", cpu="4"))
+    st.create("podgroups", pod_group("g", 3))
+    for i in range(3):
+        st.create("pods", pod(f"p{i}", "g", cpu="2"))
+    start()
+    assert st.wait_for(lambda: (condition(st, "g") or {}).get("status") == "False")
+    assert condition(st, "g")["reason"] == "Unschedulable"
+    assert st.wait_for(lambda: len({e["regarding"]["name"] for e in _events(apiserver, "FailedScheduling")}) == 3)
+    scheduled = (st.get("pods", "default/p0")["status"]["conditions"] or [{}])[0]
+    assert (scheduled["type"], scheduled["status"], scheduled["reason"]) == ("PodScheduled", "False", "Unschedulable")
+    assert st.bindings == {}
+
+
+def test_pods_before_their_pod_group_and_other_schedulers(apiserver: APIServer, start: Callable[..., Instance]) -> None:
+    st = apiserver.store
+    st.create("nodes", node("n0", cpu="8"))
+    for i in range(2):
+        st.create("pods", pod(f"p{i}", "g"))
+    st.create("pods", pod("other", scheduler="default-scheduler"))
+    start()
+    assert not st.wait_for(lambda: bool(st.bindings), timeout=0.5)  # waiting for their PodGroup
+    st.create("podgroups", pod_group("g", 2))
+    assert st.wait_for(lambda: set(st.bindings) == {"default/p0", "default/p1"})
+    assert "default/other" not in st.bindings
+
+
+def test_watch_cut_and_expired_resource_version(apiserver: APIServer, start: Callable[..., Instance]) -> None:
+    st = apiserver.store
+    st.create("nodes", node("n0", cpu="64"))
+    inst = start()
+    assert st.wait_for(lambda: inst.server.controller.ready())
+    st.create("pods", pod("before"))
+    assert st.wait_for(lambda: "default/before" in st.bindings)
+    st.cut_watches()
+    st.create("pods", pod("during"))  # written while no watch is open
+    st.compact()  # and the version the reflectors resume from is gone: 410, relist
+    st.cut_watches()
+    st.create("pods", pod("after"))
+    assert st.wait_for(lambda: {"default/during", "default/after"} <= set(st.bindings))
+    assert all(len(nodes) == 1 for nodes in st.bindings.values())
+    reflector = next(r for r in inst.server.controller.reflectors if r.res.plural == "pods")
+    assert reflector.relists >= 2
+
+
+def test_retries_on_429_500_and_409(apiserver: APIServer, start: Callable[..., Instance]) -> None:
+    st = apiserver.store
+    st.create("nodes", node("n0", cpu="8"))
+    st.create("podgroups", pod_group("g", 2))
+    st.fail(lambda m, p: p.endswith("/p0/binding"), 429, times=2)
+    st.fail(lambda m, p: p.endswith("/p1/binding"), 500, times=2)
+    st.fail(lambda m, p: m == "PATCH" and p.endswith("/podgroups/g/status"), 409, times=1)
+    for i in range(2):
+        st.create("pods", pod(f"p{i}", "g"))
+    start()
+    assert st.wait_for(lambda: len(st.bindings) == 2)
+    assert st.wait_for(lambda: (condition(st, "g") or {}).get("status") == "True")
+    assert st.bindings == {"default/p0": ["n0"], "default/p1": ["n0"]}
+
+
+def test_member_that_cannot_be_bound_is_reported_on_its_pod_group(
+    apiserver: APIServer, start: Callable[..., Instance]
+) -> None:
+    st = apiserver.store
+    st.create("nodes", node("n0", cpu="8"))
+    st.create("podgroups", pod_group("g", 2))
+    st.fail(lambda m, p: p.endswith("/p1/binding"), 403, times=1)  # forbidden: an answer, not retried
+    for i in range(2):
+        st.create("pods", pod(f"p{i}", "g"))
+    start()
+    assert st.wait_for(lambda: any(e["regarding"]["kind"] == "PodGroup" for e in _events(apiserver, "FailedBinding")))
+    # the member is re-read and requeued: its gang's other member counts toward minCount, so it binds next time
+    assert st.wait_for(lambda: len(st.bindings) == 2)
+
+
+def test_killed_mid_gang_then_restarted(apiserver: APIServer, start: Callable[..., Instance]) -> None:
+    st = apiserver.store
+    st.create("nodes", node("n0", cpu="16"))
+    st.create("podgroups", pod_group("g", 4))
+    st.fail(lambda m, p: p.endswith("/p3/binding"), 500, times=10_000)
+    for i in range(4):
+        st.create("pods", pod(f"p{i}", "g"))
+    first = start("a")
+    assert st.wait_for(lambda: len(st.bindings) == 3)
+    first.crash()  # p3's binding never went through
+    st.faults.clear()
+    start("b", lease_duration=0.3)
+    assert st.wait_for(lambda: len(st.bindings) == 4)
+    assert all(len(nodes) == 1 for nodes in st.bindings.values())  # nothing bound twice
+
+
+def test_leader_failover(apiserver: APIServer, start: Callable[..., Instance]) -> None:
+    st = apiserver.store
+    st.create("nodes", node("n0", cpu="64"))
+    a = start("a")
+    assert st.wait_for(
+        lambda: (st.get("leases", "kube-system/phalanx") or {}).get("spec", {}).get("holderIdentity") == "a"
+    )
+    b = start("b")
+    assert b.server.controller.stop.wait(0.3) is False
+    st.create("pods", pod("p0"))
+    assert st.wait_for(lambda: "default/p0" in st.bindings)
+    assert not b.server.elector.leading.is_set()
+    a.crash()
+    assert st.wait_for(lambda: b.server.elector.leading.is_set())
+    st.create("pods", pod("p1"))
+    assert st.wait_for(lambda: "default/p1" in st.bindings)
+    lease = st.get("leases", "kube-system/phalanx")["spec"]
+    assert (lease["holderIdentity"], lease["leaseTransitions"]) == ("b", 1)
+    b.stop()  # graceful: the lease is released
+    assert st.get("leases", "kube-system/phalanx")["spec"]["holderIdentity"] == ""
+
+
+def test_health_ready_and_metrics(apiserver: APIServer, start: Callable[..., Instance]) -> None:
+    st = apiserver.store
+    st.create("nodes", node("n0"))
+    st.create("pods", pod("p0"))
+    inst = start(health_port=0)
+    assert st.wait_for(lambda: "default/p0" in st.bindings)
+    port = inst.server.health.server_address[1]
+    base = f"http://127.0.0.1:{port}"
+    with urllib.request.urlopen(f"{base}/healthz", timeout=5) as r:
+        assert r.read() == b"ok"
+    with urllib.request.urlopen(f"{base}/readyz", timeout=5) as r:
+        assert r.status == 200
+    assert st.wait_for(lambda: inst.server.metrics.get("phalanx_bindings_total", result="bound") == 1)
+    with urllib.request.urlopen(f"{base}/metrics", timeout=5) as r:
+        text = r.read().decode()
+    assert 'scheduler_schedule_attempts_total{profile="phalanx",result="scheduled"} 1' in text
+    assert "scheduler_scheduling_attempt_duration_seconds_count 1" in text
+    assert 'scheduler_pending_pods{queue="active"} 0' in text
