@@ -37,8 +37,9 @@ KINDS: dict[tuple[str, str], type[msgspec.Struct]] = {
     ("scheduling.k8s.io/v1alpha2", "Workload"): m.Workload,
     ("scheduling.k8s.io/v1alpha2", "PodGroup"): m.PodGroup,
     ("node.k8s.io/v1", "RuntimeClass"): m.RuntimeClass,
+    ("batch/v1", "Job"): m.Job,
 }
-NAMESPACED = {"Pod", "PodDisruptionBudget", "Workload", "PodGroup"}
+NAMESPACED = {"Pod", "PodDisruptionBudget", "Workload", "PodGroup", "Job"}
 _SUFFIXES = (".yaml", ".yml", ".json")
 
 
@@ -59,6 +60,7 @@ class Inventory:
     workloads: list[m.Workload] = field(default_factory=list)
     pod_groups: list[m.PodGroup] = field(default_factory=list)
     runtime_classes: list[m.RuntimeClass] = field(default_factory=list)
+    jobs: list[m.Job] = field(default_factory=list)
     namespaces: list[m.Namespace] = field(default_factory=list)
     sources: dict[int, Source] = field(default_factory=dict)
     texts: dict[str, str] = field(default_factory=dict)  # stdin's text, kept to locate lines
@@ -75,6 +77,7 @@ class Inventory:
         yield from self.workloads
         yield from self.pod_groups
         yield from self.runtime_classes
+        yield from self.jobs
         yield from self.namespaces
 
 
@@ -86,6 +89,7 @@ _LISTS = {
     m.Workload: "workloads",
     m.PodGroup: "pod_groups",
     m.RuntimeClass: "runtime_classes",
+    m.Job: "jobs",
     m.Namespace: "namespaces",
 }
 

@@ -19,6 +19,8 @@ __all__ = [
     "Container",
     "ContainerPort",
     "GangSchedulingPolicy",
+    "Job",
+    "JobSpec",
     "LabelSelector",
     "LabelSelectorRequirement",
     "Namespace",
@@ -51,6 +53,8 @@ __all__ = [
     "PodSchedulingGroup",
     "PodSpec",
     "PodStatus",
+    "PodTemplateMeta",
+    "PodTemplateSpec",
     "PreferredSchedulingTerm",
     "PriorityClass",
     "Quantity",
@@ -457,3 +461,32 @@ class RuntimeClass(_Model):
     handler: str = ""
     overhead: Overhead | None = None
     scheduling: Scheduling | None = None
+
+
+# --- batch/v1 --------------------------------------------------------------------------------------------------
+
+
+class PodTemplateMeta(_Model):
+    labels: dict[str, str] = {}
+    annotations: dict[str, str] = {}
+
+
+class PodTemplateSpec(_Model):
+    metadata: PodTemplateMeta = msgspec.field(default_factory=PodTemplateMeta)
+    spec: PodSpec = msgspec.field(default_factory=PodSpec)
+
+
+class JobSpec(_Model):
+    parallelism: int | None = None
+    completions: int | None = None
+    completion_mode: str = "NonIndexed"
+    backoff_limit: int = 6
+    suspend: bool = False
+    template: PodTemplateSpec = msgspec.field(default_factory=PodTemplateSpec)
+
+
+class Job(_Model):
+    api_version: str = "batch/v1"
+    kind: str = "Job"
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: JobSpec = msgspec.field(default_factory=JobSpec)

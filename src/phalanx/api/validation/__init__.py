@@ -16,6 +16,7 @@ from phalanx.api import names
 from phalanx.api.errors import FieldError, Problem
 from phalanx.api.gcpause import paused_gc
 from phalanx.api.loader import Inventory, problem_at
+from phalanx.api.validation.job import validate_job
 from phalanx.api.validation.meta import validate_object_meta
 from phalanx.api.validation.node import validate_node
 from phalanx.api.validation.pod import validate_pod
@@ -27,6 +28,7 @@ from phalanx.api.validation.workload import validate_workload
 
 __all__ = [
     "validate",
+    "validate_job",
     "validate_node",
     "validate_object",
     "validate_pod",
@@ -45,6 +47,7 @@ _VALIDATORS: dict[type[msgspec.Struct], Callable[[Any], list[FieldError]]] = {
     m.Workload: validate_workload,
     m.PodGroup: validate_pod_group,
     m.RuntimeClass: validate_runtime_class,
+    m.Job: validate_job,
     m.Namespace: lambda ns: validate_object_meta(ns.metadata, namespaced=False, name_check=names.check_dns_label),
 }
 

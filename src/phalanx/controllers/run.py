@@ -1,0 +1,24 @@
+"""Running the controllers once over a snapshot, as `phalanx schedule` does before scheduling: every Job gets the
+pods (and Workload and PodGroup) its controller would have created, so a snapshot holding Jobs schedules them."""
+
+from __future__ import annotations
+
+from phalanx.api.loader import Inventory
+from phalanx.controllers.job import reconcile_job
+
+__all__ = ["run_once"]
+
+
+def run_once(inv: Inventory) -> list[str]:
+    """Reconcile every Job of ``inv`` in name order, adding what is created to ``inv``; returns the events as
+    ``KIND NAMESPACE/NAME: Reason`` lines."""
+    events: list[str] = []
+    for job in sorted(inv.jobs, key=lambda j: (j.metadata.namespace, j.metadata.name)):
+        out = reconcile_job(job, inv.workloads, inv.pod_groups, inv.pods)
+        if out.workload is not None:
+            inv.workloads.append(out.workload)
+        if out.pod_group is not None:
+            inv.pod_groups.append(out.pod_group)
+        inv.pods.extend(out.pods)
+        events += [f"Job {job.metadata.namespace}/{job.metadata.name}: {reason}" for reason in out.events]
+    return events
