@@ -164,10 +164,10 @@ def check_result(scenario: Scenario, result: dict[str, Any], run: str = "") -> N
             raise _fail(scenario.path, f"expect.podGroups names {name!r}, which is not a PodGroup of the snapshot")
         for field, want in fields.items():
             got = actual.get(field)
-            if field == "condition" and isinstance(want, dict) and isinstance(got, dict):
+            if field in ("condition", "disruptionTarget") and isinstance(want, dict) and isinstance(got, dict):
                 for cf, cwant in want.items():
                     if got.get(cf) != cwant:
-                        problems.append(f"podGroup {name}: condition.{cf} is {got.get(cf)!r}, expected {cwant!r}")
+                        problems.append(f"podGroup {name}: {field}.{cf} is {got.get(cf)!r}, expected {cwant!r}")
             elif got != want:
                 problems.append(f"podGroup {name}: {field} is {got!r}, expected {want!r}")
     if "counts" in expect:

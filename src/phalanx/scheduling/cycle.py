@@ -107,6 +107,8 @@ def schedule_pod_group(s: Scheduler, first: PodInfo, group: GroupInfo) -> None:
         _submit(cycle, *_default_algorithm(cycle, None))
     else:
         _placement_algorithm(cycle, intent)
+    if profile.preemption and not any(s.is_bound(pi.key) for pi in members):
+        _preempt(cycle, intent)
     s.stats.cycle_seconds.append(time.perf_counter() - start)
 
 
@@ -162,6 +164,62 @@ def _submit(c: _Cycle, placed: Placed, failures: Failed) -> None:
     for pi, attempt in failures:
         s.mark_unschedulable(pi, attempt)
     s.set_condition(c.group, "False", o.REASON_UNSCHEDULABLE, c.unschedulable_message(len(placed)))
+
+
+# --- workload-aware preemption ---------------------------------------------------------------------------------------
+
+
+def _preempt(c: _Cycle, intent: tas.Intent | None) -> None:
+    """The group did not fit: WAP (spec §4.3) on the whole cluster, or, beyond v1.36, for a group with a topology
+    intent, in each candidate domain of its first level, keeping the domain whose victims cost least. Victims are
+    evicted only when the group then fits; its members wait with their nominated nodes."""
+    s = c.s
+    if preemption.group_preemption_policy_never(s, c.members):
+        return
+    priority = preemption.group_priority(s, c.group.key)
+    options: list[BoolArray | None] = [None]
+    if intent is not None:
+        bound_rows = [s.state.placement[k] for k in s.members_of(c.group) if s.is_bound(k) and k in s.state.placement]
+        key = intent.levels[0]
+        try:
+            pinned = tas.pinned_domain(s.state.table, key, bound_rows)
+        except tas.PlacementError:
+            return
+        options = [d.mask for d in tas.domains(s.state.table, key, pinned)]
+    best = _cheapest(c, priority, options)
+    if best is None and intent is not None and intent.mode in ("preferred", "unconstrained"):
+        best = _cheapest(c, priority, [None])  # the cycle's last resort is anywhere: so is preemption's
+    if best is None:
+        return
+    names = s.state.table.names
+    for pi in c.members:
+        out = s.outcomes[pi.key]
+        row = best.nominated.get(pi.key)
+        nominated = names[row] if row is not None else None
+        s.fail(pi, out.reason, out.message, rejected_by=("DefaultPreemption",), nominated=nominated)
+    s.set_condition(c.group, "False", o.REASON_UNSCHEDULABLE, o.MSG_WAITING_PREEMPTION)
+    victims = preemption.whole_gangs(s, [p for u in best.victims for p in u.pods], priority)
+    meta = c.group.pod_group.metadata
+    s.evict(victims, "PodGroup", meta.namespace, meta.name, c.profile.scheduler_name)
+
+
+def _cheapest(c: _Cycle, priority: int, options: Sequence[BoolArray | None]) -> preemption.GroupPreemption | None:
+    best: preemption.GroupPreemption | None = None
+    for within in options:
+        units = preemption.victim_units(c.s, c.group.key, priority, within)
+        if not units:
+            continue
+
+        def simulate(within: BoolArray | None = within) -> tuple[dict[str, int], bool]:
+            placed, _ = _default_algorithm(c, within)
+            rows = {pi.key: row for pi, row in placed}
+            _forget(c, placed)
+            return rows, c.reached(len(rows))
+
+        found = preemption.select_group_victims(c.s, units, simulate)
+        if found is not None and (best is None or found.cost() < best.cost()):
+            best = found
+    return best
 
 
 # --- topology ------------------------------------------------------------------------------------------------------

@@ -39,6 +39,8 @@ MSG_WAIT_GROUP = 'waiting for pod\'s pod group "{}" to appear in scheduling queu
 MSG_WAIT_MIN_COUNT = "waiting for minCount pods from a gang to appear in scheduling queue"
 MSG_WAIT_GANG_SCHEDULED = "waiting for minCount pods from a gang to be scheduled"
 MSG_GROUP_UNSCHEDULABLE = "pod group is unschedulable"
+MSG_WAITING_PREEMPTION = "pod group is waiting for preemption to complete"
+CONDITION_DISRUPTION_TARGET = "DisruptionTarget"
 MSG_MIXED_SCHEDULER = 'all pods in a single pod group should have the same .spec.schedulerName set, got: "{}" and "{}"'
 MSG_GATED = "Scheduling is blocked due to non-empty scheduling gates"
 

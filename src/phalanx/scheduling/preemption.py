@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -20,7 +20,7 @@ import numpy as np
 from phalanx.api.models import PodDisruptionBudget
 from phalanx.cluster.pods import PodInfo
 from phalanx.scheduling.diagnosis import Diagnosis
-from phalanx.scheduling.framework import CycleState
+from phalanx.scheduling.framework import BoolArray, CycleState
 from phalanx.scheduling.plugins.pod_selectors import Selector
 from phalanx.scheduling.profile import Profile
 
@@ -34,9 +34,16 @@ __all__ = [
     "MSG_WORKLOAD_AWARE",
     "Budgets",
     "Candidate",
+    "GroupPreemption",
+    "Unit",
+    "group_preemption_policy_never",
+    "group_priority",
     "importance",
     "preempt_pod",
     "preemption_policy",
+    "select_group_victims",
+    "victim_units",
+    "whole_gangs",
 ]
 
 MSG_NOT_HELPFUL = "Preemption is not helpful for scheduling"
@@ -232,14 +239,26 @@ def _gang_key(s: Scheduler, v: PodInfo) -> str | None:
 def _evictable_gang(s: Scheduler, pi: PodInfo, v: PodInfo) -> bool:
     """Beyond v1.36 (gang-safe): a gang member may be a victim only if its whole gang could go with it, i.e. every
     bound member is visible, not assumed, and of lower priority than the preemptor."""
+    return _gang_key(s, v) is None or _gang_evictable(s, v, pi.priority)
+
+
+def whole_gangs(s: Scheduler, victims: list[PodInfo], below: int) -> list[PodInfo]:
+    """``_whole_gangs`` for workload-aware preemption: only gangs whose every bound member has priority < ``below``
+    and is visible are completed; others are left as v1.36 leaves them."""
+    safe = [v for v in victims if _gang_key(s, v) is not None and _gang_evictable(s, v, below)]
+    if not safe:
+        return victims
+    extra = [p for p in _whole_gangs(s, safe) if p.key not in {v.key for v in safe}]
+    chosen = {v.key for v in victims}
+    return victims + [p for p in extra if p.key not in chosen]
+
+
+def _gang_evictable(s: Scheduler, v: PodInfo, below: int) -> bool:
     gk = _gang_key(s, v)
-    if gk is None:
-        return True
-    for key in s.members.get(gk, ()):
+    for key in s.members.get(gk or "", ()):
         if key in s.bound_elsewhere:
             return False
-        member = s.pods[key]
-        if key in s.state.placement and (member.priority >= pi.priority or key in s.state.assumed):
+        if key in s.state.placement and (s.pods[key].priority >= below or key in s.state.assumed):
             return False
     return True
 
@@ -268,3 +287,127 @@ def _rank(c: Candidate) -> tuple[int, int, int, int, float, int]:
     total = sum(v.priority + _PRIORITY_OFFSET for v in c.victims)
     earliest = min(start_time(v) for v in c.victims if v.priority == top)
     return (c.pdb_violations, top, total, len(c.victims), -earliest, c.order)
+
+
+# --- workload-aware preemption (PodGroups, spec §4) -------------------------------------------------------------
+
+MSG_NO_GROUP_VICTIMS = "No preemption victims found for incoming preemptor"
+MSG_GROUP_DOES_NOT_FIT = "pod group does not fit even if every lower-priority victim is preempted"
+MSG_TOPOLOGY_UNSUPPORTED = "workload aware preemption is not supported for pod groups with scheduling constraints"
+DISRUPTION_MODE_POD_GROUP = "PodGroup"
+
+# Runs the PodGroup algorithm on the current state (optionally inside one topology domain, a node mask) without
+# keeping its placements: the members placed (name of node per member key) and whether the group would succeed.
+Simulate = Callable[[], tuple[dict[str, int], bool]]
+
+
+@dataclass
+class Unit:
+    """A victim unit: one pod, or every placed pod of a PodGroup whose disruptionMode is PodGroup."""
+
+    pods: list[PodInfo]
+    priority: int
+    group_key: str | None = None  # set for a PodGroup-mode unit
+
+    def importance(self) -> tuple[int, int, int, float, str]:
+        """Most important first: higher priority, PodGroup units before pods, more pods, earlier start."""
+        earliest = min(start_time(p) for p in self.pods)
+        return (-self.priority, self.group_key is None, -len(self.pods), earliest, self.pods[0].key)
+
+
+def group_priority(s: Scheduler, group_key: str) -> int:
+    """``PodGroupPriority``: spec.priority, else the priorityClassName's value or the globalDefault (admission)."""
+    spec = s.groups[group_key].pod_group.spec
+    if spec is None:
+        return s.priorities.resolve(None, "")
+    return s.priorities.resolve(spec.priority, spec.priority_class_name)
+
+
+def _disruption_mode(s: Scheduler, group_key: str | None) -> str:
+    group = s.groups.get(group_key) if group_key else None
+    spec = group.pod_group.spec if group is not None else None
+    return (spec.disruption_mode if spec is not None else None) or "Pod"
+
+
+def victim_units(s: Scheduler, own_group: str, below: int, rows: BoolArray | None = None) -> list[Unit]:
+    """``newDomainForWorkloadPreemption``: placed pods of other groups as victim units of priority < ``below``.
+    ``rows`` restricts units to those with a pod on these nodes (a PodGroup unit still brings all its pods)."""
+    units: list[Unit] = []
+    grouped: dict[str, list[PodInfo]] = {}
+    for key, row in s.state.placement.items():
+        if key in s.state.assumed:
+            continue
+        pi = s.state.pods[key]
+        gk = pi.group_key
+        if gk == own_group:
+            continue
+        if gk is not None and gk in s.groups and _disruption_mode(s, gk) == DISRUPTION_MODE_POD_GROUP:
+            grouped.setdefault(gk, []).append(pi)
+        elif pi.priority < below and (rows is None or rows[row]):
+            units.append(Unit([pi], pi.priority))
+    for gk, pods in grouped.items():
+        priority = group_priority(s, gk)
+        if priority >= below:
+            continue
+        if rows is not None and not any(rows[s.state.placement[p.key]] for p in pods):
+            continue
+        units.append(Unit(sorted(pods, key=lambda p: p.key), priority, gk))
+    return units
+
+
+@dataclass
+class GroupPreemption:
+    victims: list[Unit]
+    nominated: dict[str, int]  # member key -> node row expected once the victims are gone
+    pdb_violations: int = 0
+
+    def cost(self) -> tuple[int, int, int, int]:
+        """Lower is better: PDB violations, the highest victim priority, units evicted, pods evicted."""
+        top = max((u.priority for u in self.victims), default=-(1 << 62))
+        return (self.pdb_violations, top, len(self.victims), sum(len(u.pods) for u in self.victims))
+
+
+def select_group_victims(s: Scheduler, units: list[Unit], simulate: Simulate) -> GroupPreemption | None:
+    """PodGroupEvaluator.Preempt: remove every potential victim; if the group still does not fit, evict nobody.
+    Otherwise put units back, PDB-violating first and most important first, keeping each one the group (with
+    no fewer members placed) still fits beside. The state is left as found."""
+    state = s.state
+    removed: list[tuple[PodInfo, int]] = [(p, state.placement[p.key]) for u in units for p in u.pods]
+    for p, _ in removed:
+        state.remove(p)
+    try:
+        placed, ok = simulate()
+        if not ok:
+            return None
+        most = len(placed)
+        units = sorted(units, key=Unit.importance)
+        budgets = Budgets.of(s.pdbs, [*state.pods.values(), *(p for p, _ in removed)]) if s.pdbs else Budgets()
+        flat = [p for u in units for p in u.pods]
+        violating_pods, _ = budgets.split(flat)
+        bad = {p.key for p in violating_pods}
+        violating = [u for u in units if any(p.key in bad for p in u.pods)]
+        fine = [u for u in units if not any(p.key in bad for p in u.pods)]
+        where = {p.key: row for p, row in removed}
+        victims: list[Unit] = []
+        violations = 0
+        for group, is_violating in ((violating, True), (fine, False)):
+            for u in group:
+                for p in u.pods:
+                    state.add_bound(p, where[p.key])
+                trial, fits = simulate()
+                if not fits or len(trial) < most:
+                    for p in u.pods:
+                        state.remove(p)
+                    victims.append(u)
+                    violations += is_violating
+        nominated, _ = simulate()
+        return GroupPreemption(victims, nominated, violations)
+    finally:
+        for p, row in removed:
+            if p.key not in state.placement:
+                state.add_bound(p, row)
+
+
+def group_preemption_policy_never(s: Scheduler, members: Sequence[PodInfo]) -> bool:
+    """The preemptor group preempts nobody if any member's preemptionPolicy is Never."""
+    return any(preemption_policy(s, pi) == NEVER for pi in members)

@@ -25,6 +25,8 @@ EVENT_HINTS: dict[str, frozenset[str]] = {
     "NodeUnschedulable": frozenset({"NodeAdd", "NodeUpdate"}),
     "NodeName": frozenset({"NodeAdd"}),
     "GangScheduling": frozenset({"PodAdd", "PodGroupAdd"}),
+    # A PodGroup waiting on preemption comes back when its victims are gone.
+    "DefaultPreemption": frozenset({"PodDelete"}),
     "TopologyPlacementGenerator": frozenset({"PodDelete", "NodeAdd", "NodeUpdate"}),
     # A matching pod placed or gone changes a domain's count either way (skew, affinity, anti-affinity).
     "PodTopologySpread": frozenset({"PodAdd", "AssignedPodAdd", "PodDelete", "NodeAdd", "NodeUpdate"}),

@@ -63,6 +63,7 @@ class Scheduler:
         self.runtime_classes = RuntimeClasses([])
         self.pdbs: list[PodDisruptionBudget] = []
         self.evictions: list[o.Eviction] = []
+        self.disruption_targets: dict[str, o.GroupCondition] = {}  # PodGroups that lost pods to preemption
         self.stats = Stats()
 
     # --- loading -------------------------------------------------------------------------------------------------
@@ -286,6 +287,10 @@ class Scheduler:
                 self.members.get(pi.group_key, set()).discard(pi.key)
             message = o.MSG_PREEMPTED.format(scheduler)
             self.outcomes[pi.key] = o.PodOutcome(o.PHASE_EVICTED, node, o.REASON_PREEMPTED, message)
+            if pi.group_key in self.groups:
+                self.disruption_targets[pi.group_key] = o.GroupCondition(
+                    "True", o.REASON_PREEMPTED, message, o.CONDITION_DISRUPTION_TARGET
+                )
             self.evictions.append(o.Eviction(pi.namespace, pi.name, node, kind, preemptor_namespace, preemptor_name))
         self.queue.on_event("PodDelete")
 

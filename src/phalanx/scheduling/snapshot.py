@@ -91,6 +91,7 @@ def build_result(sched: Scheduler, timings: Timings) -> dict[str, Any]:
         group = sched.groups[key]
         scheduled = sum(1 for k in sched.members_of(group) if sched.is_bound(k))
         cond = sched.conditions.get(key)
+        target = sched.disruption_targets.get(key)
         groups.append(
             {
                 "namespace": group.pod_group.metadata.namespace,
@@ -102,6 +103,13 @@ def build_result(sched: Scheduler, timings: Timings) -> dict[str, Any]:
                 else {"type": cond.type, "status": cond.status, "reason": cond.reason, "message": cond.message},
             }
         )
+        if target is not None:
+            groups[-1]["disruptionTarget"] = {
+                "type": target.type,
+                "status": target.status,
+                "reason": target.reason,
+                "message": target.message,
+            }
     bound = sched.stats.pods_bound
     return {
         "apiVersion": API_VERSION,
