@@ -77,8 +77,18 @@ class SchedulingQueue:
         return None
 
     def take(self, keys: Iterable[str]) -> list[PodInfo]:
-        """Pull specific pods out of the active queue (``PopSpecificPod``); pods not in it are skipped."""
-        return [pi for key in keys if (pi := self._active.pop(key, None)) is not None]
+        """Pull specific pods out of the queue (``PopSpecificPod``): active or unschedulable, so a PodGroup
+        cycle always sees every unscheduled member; gated pods stay gated. Without the unschedulable ones, a
+        member woken by an event would retry alone and strand the rest of its gang (spec §8.13)."""
+        out = []
+        for key in keys:
+            pi = self._active.pop(key, None)
+            if pi is None and key in self.unschedulable:
+                pi = self.unschedulable[key].pi
+                self.remove(key)
+            if pi is not None:
+                out.append(pi)
+        return out
 
     def remove(self, key: str) -> None:
         self._active.pop(key, None)
