@@ -6,12 +6,14 @@
 - ``unschedulable``: the pod's ``PodScheduled=False`` condition (strategic merge) and a ``FailedScheduling`` event.
 - ``pod_group_condition``: a JSON merge patch of the PodGroup's ``/status`` with the resourceVersion read as
   precondition (409 means the cache was stale; the caller retries once the watch caught up).
-Events are best effort, as kube-scheduler's broadcaster is: a failed event write is counted and dropped.
+Events are best effort, as kube-scheduler's broadcaster is: they go through their own small pool and a bounded
+backlog, so they never hold a binding up; an event that fails, or finds the backlog full, is counted and dropped.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -33,9 +35,13 @@ def now_rfc3339(micro: bool = False) -> str:
 
 
 class Binder:
-    def __init__(self, api: Api, metrics: Metrics, identity: str, workers: int = 16, retries: int = 5):
+    def __init__(
+        self, api: Api, metrics: Metrics, identity: str, workers: int = 16, retries: int = 5, event_backlog: int = 1000
+    ):
         self.api, self.metrics, self.identity, self.retries = api, metrics, identity, retries
         self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="binder")
+        self.events = ThreadPoolExecutor(max_workers=2, thread_name_prefix="events")
+        self.event_slots = threading.BoundedSemaphore(event_backlog)
         self.backoff = 0.05
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
@@ -43,6 +49,7 @@ class Binder:
 
     def shutdown(self, wait: bool = True) -> None:
         self.pool.shutdown(wait=wait, cancel_futures=not wait)
+        self.events.shutdown(wait=wait, cancel_futures=not wait)
 
     def _retrying(self, fn: Callable[..., Any], *args: Any) -> None:
         for attempt in range(self.retries + 1):
@@ -122,6 +129,19 @@ class Binder:
             return exc
 
     def event(self, namespace: str, regarding: dict[str, Any], etype: str, reason: str, action: str, note: str) -> None:
+        """Queue an events.k8s.io/v1 Event; dropped (and counted) when the backlog is full or shut down."""
+        if not self.event_slots.acquire(blocking=False):
+            self.metrics.inc("phalanx_api_writes_total", kind="event", result="dropped")
+            return
+        try:
+            self.events.submit(self._event, namespace, regarding, etype, reason, action, note)
+        except RuntimeError:  # shut down
+            self.event_slots.release()
+
+    def _event(
+        self, namespace: str, regarding: dict[str, Any], etype: str, reason: str, action: str, note: str
+    ) -> None:
+        self.event_slots.release()
         body = {
             "apiVersion": "events.k8s.io/v1",
             "kind": "Event",

@@ -1,0 +1,116 @@
+"""``phalanx serve`` end to end against the test API server on loopback (issue 8 benchmarks).
+
+    python benchmarks/serve_perf.py                       # every shape
+    python benchmarks/serve_perf.py SchedulingBasic       # one shape
+
+The API server (tests/kube/apiserver.py) runs in its own process, filled before the scheduler starts; the scheduler
+runs in this process with client rate limits lifted (qps 0) and talks to it over HTTP on 127.0.0.1 with the
+official client: list, watch, one pods/binding POST and one Scheduled event per pod. Nodes are scheduler_perf's
+node-default (4 CPU, 32Gi, 110 pods), pods its pod-default (100m CPU, 500Mi).
+
+Columns: pods bound by the scheduler, seconds from its start to the first bind, and pods/s from the first bind to
+the last (every pod is pending when the scheduler starts, unlike scheduler_perf, which creates them while it runs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import multiprocessing as mp
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+from kube.apiserver import APIServer, Store
+from phalanx.kube.serve import ServeOptions, Server
+
+SHAPES: dict[str, dict[str, int]] = {
+    "SchedulingBasic": {"nodes": 5000, "bound": 5000, "pending": 10000, "gang": 0},
+    "GangScheduling-1000x3": {"nodes": 5000, "bound": 0, "pending": 3000, "gang": 3},
+    "GangScheduling-10x1000": {"nodes": 5000, "bound": 0, "pending": 10000, "gang": 1000},
+    "StartToFirstBind-150k": {"nodes": 5000, "bound": 140000, "pending": 10000, "gang": 0},
+}
+
+
+def _pod(name: str, node: str = "", group: str = "") -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "schedulerName": "phalanx",
+        "containers": [{"name": "c", "image": "pause", "resources": {"requests": {"cpu": "100m", "memory": "500Mi"}}}],
+    }
+    if node:
+        spec["nodeName"] = node
+    if group:
+        spec["schedulingGroup"] = {"podGroupName": group}
+    return {"metadata": {"name": name, "namespace": "default", "uid": name}, "spec": spec}
+
+
+def fill(store: Store, shape: dict[str, int]) -> None:
+    nodes = shape["nodes"]
+    for i in range(nodes):
+        alloc = {"cpu": "4", "memory": "32Gi", "pods": "110"}
+        store.create("nodes", {"metadata": {"name": f"node-{i:05d}"}, "status": {"allocatable": alloc}})
+    for i in range(shape["bound"]):
+        store.create("pods", _pod(f"init-{i:06d}", node=f"node-{i % nodes:05d}"))
+    size = shape["gang"]
+    for g in range(shape["pending"] // size if size else 0):
+        spec = {"schedulingPolicy": {"gang": {"minCount": size}}}
+        store.create("podgroups", {"metadata": {"name": f"g{g:05d}", "namespace": "default"}, "spec": spec})
+    for i in range(shape["pending"]):
+        store.create("pods", _pod(f"pod-{i:06d}", group=f"g{i // size:05d}" if size else ""))
+
+
+def _serve_api(shape: dict[str, int], port_out: Any, done: Any) -> None:
+    store = Store(history_limit=1_000_000)
+    fill(store, shape)
+    with APIServer(store) as srv:
+        port_out.put(srv.url)
+        done.wait()
+
+
+def run(name: str, shape: dict[str, int], timeout: float = 600.0) -> tuple[int, float, float, int]:
+    ctx = mp.get_context("fork")
+    port_out, done = ctx.Queue(), ctx.Event()
+    proc = ctx.Process(target=_serve_api, args=(shape, port_out, done), daemon=True)
+    proc.start()
+    url = port_out.get(timeout=timeout)
+    opts = ServeOptions(host=url, qps=0, leader_elect=False, health_port=None, bind_workers=16)
+    server = Server(opts)
+    start = time.monotonic()
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    bound = server.metrics
+    deadline = start + timeout
+    while bound.get("phalanx_bindings_total", result="bound") < shape["pending"] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    end = time.monotonic()
+    n = int(bound.get("phalanx_bindings_total", result="bound"))
+    dropped = int(bound.get("phalanx_api_writes_total", kind="event", result="dropped"))
+    first = server.controller.first_bind or end
+    server.stop.set()
+    thread.join(30)
+    done.set()
+    proc.join(30)
+    return n, first - start, n / max(end - first, 1e-9), dropped
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("shapes", nargs="*", default=list(SHAPES))
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    head = f"{'shape':24} {'nodes':>6} {'pods in server':>15} {'bound':>7} {'start->1st bind s':>18} {'pods/s':>8}"
+    print(f"{head} {'events dropped':>15}")
+    for name in args.shapes:
+        shape = SHAPES[name]
+        n, first, rate, dropped = run(name, shape)
+        total = shape["bound"] + shape["pending"]
+        row = f"{name:24} {shape['nodes']:>6} {total:>15} {n:>7} {first:>18.2f} {rate:>8.0f} {dropped:>15}"
+        print(row, flush=True)
+
+
+if __name__ == "__main__":
+    main()

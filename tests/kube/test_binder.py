@@ -1,0 +1,92 @@
+"""The binder against a fake Api (STYLE.md habit 13): retries, condition rules, the event backlog."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+
+from phalanx.kube.api import ApiError
+from phalanx.kube.binder import Binder
+from phalanx.kube.metrics import Metrics
+
+
+class FakeApi:
+    def __init__(self, answers: list[int] | None = None) -> None:
+        self.calls: list[tuple[str, tuple[Any, ...]]] = []
+        self.answers = list(answers or [])
+        self.gate = threading.Event()
+        self.gate.set()
+
+    def _record(self, name: str, *args: Any) -> None:
+        self.calls.append((name, args))
+        if self.answers:
+            code = self.answers.pop(0)
+            if code:
+                raise ApiError(code, "fake")
+
+    def bind(self, *args: Any) -> None:
+        self._record("bind", *args)
+
+    def patch_pod_group_status(self, *args: Any) -> None:
+        self._record("patch_pod_group_status", *args)
+
+    def create_event(self, *args: Any) -> None:
+        self.gate.wait(5)
+        self.calls.append(("create_event", args))
+
+
+def _binder(api: FakeApi, **kw: Any) -> Binder:
+    b = Binder(api, Metrics(), "me", workers=1, **kw)  # type: ignore[arg-type]
+    b.backoff = 0.0
+    return b
+
+
+@pytest.mark.parametrize(
+    ("answers", "error"),
+    [([], None), ([429, 500, 0], None), ([409], 409), ([404], 404), ([500] * 6, 500)],
+    ids=["ok", "retried", "conflict", "gone", "gave-up"],
+)
+def test_bind_retries_only_what_is_retryable(answers: list[int], error: int | None) -> None:
+    api = FakeApi(answers)
+    b = _binder(api)
+    err = b.bind("ns", "p", "uid", "n0")
+    b.shutdown()
+    assert (err.code if err else None) == error
+    binds = [c for c in api.calls if c[0] == "bind"]
+    assert len(binds) == {None: max(1, len(answers)), 409: 1, 404: 1, 500: 6}[error]
+
+
+def _pg(status: str | None) -> dict[str, Any]:
+    conds = [{"type": "PodGroupScheduled", "status": status, "reason": "Scheduled", "message": ""}] if status else []
+    md = {"name": "g", "namespace": "ns", "resourceVersion": "7", "generation": 1}
+    return {"metadata": md, "status": {"conditions": conds}}
+
+
+def test_pod_group_condition_never_regresses_true_and_carries_the_version() -> None:
+    api = FakeApi()
+    b = _binder(api)
+    assert b.pod_group_condition(_pg("True"), "False", "Unschedulable", "no") is None
+    assert api.calls == []
+    b.pod_group_condition(_pg(None), "True", "Scheduled", "")
+    (_, args) = api.calls[0]
+    patch = args[2]
+    assert patch["metadata"]["resourceVersion"] == "7"
+    assert [(c["type"], c["status"], c["observedGeneration"]) for c in patch["status"]["conditions"]] == [
+        ("PodGroupScheduled", "True", 1)
+    ]
+    b.shutdown()
+
+
+def test_events_never_wait_and_a_full_backlog_drops() -> None:
+    api = FakeApi()
+    api.gate.clear()  # the API is slow: events pile up
+    b = _binder(api, event_backlog=2)
+    for _ in range(6):
+        b.event("ns", {"kind": "Pod", "name": "p"}, "Normal", "Scheduled", "Binding", "x")
+    api.gate.set()
+    b.shutdown()
+    dropped = b.metrics.get("phalanx_api_writes_total", kind="event", result="dropped")
+    written = len([c for c in api.calls if c[0] == "create_event"])
+    assert dropped >= 1 and written + dropped == 6
