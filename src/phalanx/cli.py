@@ -159,6 +159,63 @@ def serve(
     )
 
 
+@cli.command()
+@click.option(
+    "--cluster", type=click.Path(dir_okay=False), help="Nodes as Kubernetes YAML, or a compact spec with pools."
+)
+@click.option(
+    "--workload", type=click.Path(dir_okay=False), help="A job trace (CSV or YAML); default: a generated mix."
+)
+@click.option("--preset", default="philly", show_default=True, help="Generator preset when no --workload is given.")
+@click.option("--jobs", "job_count", default=400, show_default=True, help="Jobs to generate with --preset.")
+@click.option("--policy", "policies", multiple=True, help="pod-by-pod, gang, gang-tas (repeatable; default: all).")
+@click.option("--seed", default=1, show_default=True, help="Seed of the generated workload.")
+@click.option("--report", default="phalanx-report.html", show_default=True, help="Where to write the HTML report.")
+@click.option("--metrics", "metrics_path", default=None, help="Also write the metrics as JSON to this file.")
+@click.option("--timeseries", default=None, help="Also write the time series as CSV to this file.")
+@click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@_exits
+def simulate(
+    cluster: str | None,
+    workload: str | None,
+    preset: str,
+    job_count: int,
+    policies: tuple[str, ...],
+    seed: int,
+    report: str,
+    metrics_path: str | None,
+    timeseries: str | None,
+    output: str,
+) -> None:
+    """Replay a workload on a cluster over simulated time under several policies, and compare them."""
+    from rich.progress import Progress
+
+    from phalanx.render import render_simulation
+    from phalanx.sim import scenario as sc
+    from phalanx.sim.metrics import timeseries_csv
+    from phalanx.sim.report import render_html
+    from phalanx.sim.simulator import POLICIES
+
+    chosen = list(policies) or list(POLICIES)
+    scenario = sc.scenario_from(cluster, workload, preset, job_count, seed)
+    with Progress(console=Console(stderr=True), transient=True, disable=not sys.stderr.isatty()) as bar:
+        tasks = {name: bar.add_task(name, total=len(scenario.jobs)) for name in chosen}
+        results, summaries = sc.run(scenario, chosen, lambda name, n: bar.advance(tasks[name], n))
+    with open(report, "w", encoding="utf-8") as f:
+        f.write(render_html(results, summaries, scenario.title))
+    if metrics_path:
+        with open(metrics_path, "w", encoding="utf-8") as f:
+            json.dump({"title": scenario.title, "policies": summaries}, f, indent=2)
+    if timeseries:
+        with open(timeseries, "w", encoding="utf-8") as f:
+            f.write(timeseries_csv(results))
+    if output == "json":
+        click.echo(json.dumps({"title": scenario.title, "policies": summaries}, indent=2))
+    else:
+        render_simulation(scenario.title, summaries, Console(width=None if sys.stdout.isatty() else 160))
+        click.echo(f"report: {report}", err=True)
+
+
 cli.add_command(guard)
 
 

@@ -8,7 +8,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-__all__ = ["render_nodes", "render_table"]
+__all__ = ["render_nodes", "render_simulation", "render_table"]
 
 _PHASE_STYLE = {
     "Scheduled": "green",
@@ -80,3 +80,32 @@ def render_table(result: dict[str, Any], console: Console, nodes: list[dict[str,
         f"{len(result['pods'])} pods: {summary}. Scheduled {stats['podsScheduled']} pods in "
         f"{stats['scheduleSeconds']:.3f}s ({stats['podsPerSecond']} pods/s)."
     )
+
+
+def render_simulation(title: str, summaries: list[dict[str, Any]], console: Console) -> None:
+    """The policy comparison of `phalanx simulate`."""
+    table = Table(title=title)
+    for col in (
+        "POLICY",
+        "COMPLETED",
+        "NEVER STARTED",
+        "QUEUE MEAN/P99 (min)",
+        "JCT MEAN/P99 (h)",
+        "MAKESPAN (h)",
+        "GPU ALLOC",
+        "GPU-h HELD BY PARTIAL GANGS",
+    ):
+        table.add_column(col)
+    for r in summaries:
+        q, j = r["queueSeconds"], r["jctSeconds"]
+        table.add_row(
+            r["policy"],
+            f"{r['completed']}/{r['jobs']}",
+            str(r["neverStarted"]),
+            f"{q['mean'] / 60:.1f} / {q['p99'] / 60:.1f}",
+            f"{j['mean'] / 3600:.2f} / {j['p99'] / 3600:.2f}",
+            f"{r['makespanSeconds'] / 3600:.1f}",
+            f"{r['gpuAllocationPercent']:.1f} %",
+            str(r["heldByPartialGangsGpuHours"]),
+        )
+    console.print(table)

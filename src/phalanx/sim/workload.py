@@ -1,0 +1,165 @@
+"""Simulation inputs: a cluster from a compact generator spec, and a workload trace (CSV or YAML rows, or a
+generator preset). Formats are documented in docs/simulate.md."""
+
+from __future__ import annotations
+
+import csv
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from phalanx.api.errors import InputError
+from phalanx.api.models import Node, NodeStatus, ObjectMeta
+
+__all__ = ["BLOCK", "RACK", "ClusterSpec", "JobRecord", "Pool", "generate_jobs", "load_trace", "nodes_of"]
+
+BLOCK = "phalanx.dev/block"
+RACK = "phalanx.dev/rack"
+HOSTNAME = "kubernetes.io/hostname"
+
+
+@dataclass
+class Pool:
+    """``count`` identical nodes, grouped ``nodes_per_rack`` to a rack and ``racks_per_block`` to a block."""
+
+    name: str
+    count: int
+    allocatable: dict[str, str | int]
+    nodes_per_rack: int = 0
+    racks_per_block: int = 0
+
+
+@dataclass
+class ClusterSpec:
+    pools: list[Pool] = field(default_factory=list)
+
+    @classmethod
+    def parse(cls, raw: Any, where: str) -> ClusterSpec:
+        if not isinstance(raw, dict) or not isinstance(raw.get("pools"), list):
+            raise InputError([f"{where}: a cluster spec needs a list `pools`"])
+        pools = []
+        for i, p in enumerate(raw["pools"]):
+            try:
+                pools.append(
+                    Pool(
+                        str(p["name"]),
+                        int(p["count"]),
+                        dict(p["allocatable"]),
+                        int(p.get("nodesPerRack", 0)),
+                        int(p.get("racksPerBlock", 0)),
+                    )
+                )
+            except (KeyError, TypeError, ValueError) as exc:
+                raise InputError([f"{where}: pools[{i}]: needs name, count, allocatable ({exc})"]) from exc
+        return cls(pools)
+
+
+def nodes_of(spec: ClusterSpec) -> list[Node]:
+    nodes = []
+    for pool in spec.pools:
+        for i in range(pool.count):
+            name = f"{pool.name}-{i:04d}"
+            labels = {HOSTNAME: name, "phalanx.dev/pool": pool.name}
+            if pool.nodes_per_rack:
+                rack = i // pool.nodes_per_rack
+                labels[RACK] = f"{pool.name}-rack-{rack:03d}"
+                if pool.racks_per_block:
+                    labels[BLOCK] = f"{pool.name}-block-{rack // pool.racks_per_block:03d}"
+            alloc: dict[str, str | int | float] = dict(pool.allocatable)
+            nodes.append(Node(metadata=ObjectMeta(name=name, labels=labels), status=NodeStatus(allocatable=alloc)))
+    return nodes
+
+
+@dataclass(frozen=True)
+class JobRecord:
+    """One job of a trace: ``pods`` identical pods, all needed at once when ``min_count`` equals ``pods``."""
+
+    name: str
+    submit: float  # seconds from the start
+    duration: float  # seconds of running once all pods run
+    pods: int
+    cpu: str = "1"
+    memory: str = "4Gi"
+    gpus: int = 0
+    min_count: int = 0  # 0: all pods
+    priority: int = 0
+    topology: str = ""  # "" or "required:<label>" or "preferred:<label>"
+
+    @property
+    def gang(self) -> int:
+        return self.min_count or self.pods
+
+
+_COLUMNS = {"name", "submit", "duration", "pods", "cpu", "memory", "gpus", "minCount", "priority", "topology"}
+
+
+def load_trace(path: str) -> list[JobRecord]:
+    """Read a CSV (header row with the columns of docs/simulate.md) or a YAML list of the same fields."""
+    text = Path(path).read_text(encoding="utf-8")
+    rows: list[dict[str, Any]]
+    if path.endswith(".csv"):
+        rows = list(csv.DictReader(text.splitlines()))
+    else:
+        raw = yaml.safe_load(text)
+        rows = raw.get("jobs", []) if isinstance(raw, dict) else raw
+    jobs, problems = [], []
+    for i, row in enumerate(rows or []):
+        try:
+            unknown = set(row) - _COLUMNS
+            if unknown:
+                raise ValueError(f"unknown column(s) {sorted(unknown)}")
+            jobs.append(
+                JobRecord(
+                    name=str(row.get("name") or f"job-{i}"),
+                    submit=float(row["submit"]),
+                    duration=float(row["duration"]),
+                    pods=int(row["pods"]),
+                    cpu=str(row.get("cpu") or "1"),
+                    memory=str(row.get("memory") or "4Gi"),
+                    gpus=int(row.get("gpus") or 0),
+                    min_count=int(row.get("minCount") or 0),
+                    priority=int(row.get("priority") or 0),
+                    topology=str(row.get("topology") or ""),
+                )
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            problems.append(f"{path}: row {i + 1}: {exc}")
+    if problems:
+        raise InputError(problems)
+    return jobs
+
+
+def generate_jobs(
+    preset: str, count: int, seed: int, gpus_per_node: int = 8, mean_gap: float = 60.0
+) -> list[JobRecord]:
+    """A seeded synthetic trace. ``philly`` follows the shape of the public Philly/Helios mixes: most jobs use one
+    GPU, a long tail are gangs of 8 to 512 GPUs, durations heavy-tailed (minutes to hours)."""
+    if preset != "philly":
+        raise InputError([f'unknown workload preset "{preset}" (known: philly)'])
+    rnd = random.Random(seed)
+    sizes = [1] * 60 + [2] * 10 + [4] * 8 + [8] * 12 + [16] * 5 + [32] * 3 + [64] * 1 + [128] * 1
+    jobs, t = [], 0.0
+    for i in range(count):
+        t += rnd.expovariate(1.0 / mean_gap)
+        g = rnd.choice(sizes)
+        pods = max(1, g // gpus_per_node)
+        per_pod = g if g < gpus_per_node else gpus_per_node
+        duration = min(rnd.lognormvariate(7.0, 1.2), 12 * 3600.0)
+        topo = "preferred:" + RACK if pods > 1 else ""
+        jobs.append(
+            JobRecord(
+                f"job-{i:05d}",
+                round(t, 3),
+                round(duration, 3),
+                pods,
+                cpu=str(4 * per_pod),
+                memory=f"{16 * per_pod}Gi",
+                gpus=per_pod,
+                priority=rnd.choice([0, 0, 0, 100]),
+                topology=topo,
+            )
+        )
+    return jobs
