@@ -204,3 +204,13 @@ def test_bin_packing_example_spreads_by_default_and_packs_with_its_config() -> N
     packed = by_name(schedule_json("-f", str(example / "snapshot.yaml"), "--config", str(example / "pack-gpus.yaml")))
     assert {packed["train-0"]["node"], packed["train-1"]["node"]} == {"gpu-3", "gpu-4"}
     assert {packed[f"infer-{i}"]["node"] for i in range(6)} == {"gpu-1", "gpu-2"}
+
+
+def test_jobs_in_a_snapshot_are_expanded_by_the_job_controller() -> None:
+    doc = schedule_json("-f", str(ROOT / "examples" / "job-gang" / "snapshot.yaml"))
+    pretrain = [p for p in doc["pods"] if p["name"].startswith("pretrain-")]
+    assert len(pretrain) == 4 and {p["phase"] for p in pretrain} == {"Scheduled"}
+    (group,) = doc["podGroups"]
+    assert group["name"].startswith("pretrain-") and group["name"].count("-worker-0-") == 1
+    assert group["minCount"] == 4 and group["scheduledPods"] == 4
+    assert len([p for p in doc["pods"] if p["name"].startswith("preprocess-")]) == 2

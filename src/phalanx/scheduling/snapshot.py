@@ -14,6 +14,7 @@ from phalanx.api.errors import InputError
 from phalanx.api.loader import Inventory, load
 from phalanx.api.priority import UnknownPriorityClass
 from phalanx.api.validation import validate
+from phalanx.controllers.run import run_once as run_controllers
 from phalanx.scheduling.config import SchedulerConfig
 from phalanx.scheduling.scheduler import Scheduler
 
@@ -56,6 +57,7 @@ def schedule_snapshot(
     """Load, validate and schedule a snapshot. Raises InputError for bad input (nothing is scheduled)."""
     timings = Timings()
     inv = load_and_validate(paths, stdin, timings)
+    run_controllers(inv)  # Jobs become pods (and gang Workloads/PodGroups), as kube-controller-manager would
     sched = Scheduler(config, scheduler_name, seed)
     start = time.perf_counter()
     try:
