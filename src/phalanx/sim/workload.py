@@ -68,7 +68,7 @@ def nodes_of(spec: ClusterSpec) -> list[Node]:
                 labels[RACK] = f"{pool.name}-rack-{rack:03d}"
                 if pool.racks_per_block:
                     labels[BLOCK] = f"{pool.name}-block-{rack // pool.racks_per_block:03d}"
-            alloc: dict[str, str | int | float] = dict(pool.allocatable)
+            alloc: dict[str, str | int | float] = {"pods": 110, **pool.allocatable}  # kubelet's default max pods
             nodes.append(Node(metadata=ObjectMeta(name=name, labels=labels), status=NodeStatus(allocatable=alloc)))
     return nodes
 
