@@ -26,7 +26,8 @@ from phalanx.cluster.pods import PodInfo
 from phalanx.scheduling import outcome as o
 from phalanx.scheduling import placement as tas
 from phalanx.scheduling import preemption
-from phalanx.scheduling.framework import BoolArray
+from phalanx.scheduling.framework import BoolArray, IntArray
+from phalanx.scheduling.plugins.node_resources_fit import NodeResourcesFit
 from phalanx.scheduling.profile import Attempt, Profile
 
 if TYPE_CHECKING:
@@ -46,7 +47,9 @@ def schedule_pod(s: Scheduler, pi: PodInfo) -> None:
     if attempt.node is None:
         candidate = None
         if profile.preemption and attempt.diagnosis is not None:
+            began = time.perf_counter()
             candidate = preemption.preempt_pod(s, profile, pi, attempt.diagnosis)
+            s.stats.preemption_seconds.append(time.perf_counter() - began)
         if candidate is None:
             s.mark_unschedulable(pi, attempt)
         else:
@@ -108,7 +111,9 @@ def schedule_pod_group(s: Scheduler, first: PodInfo, group: GroupInfo) -> None:
     else:
         _placement_algorithm(cycle, intent)
     if profile.preemption and not any(s.is_bound(pi.key) for pi in members):
+        began = time.perf_counter()
         _preempt(cycle, intent)
+        s.stats.preemption_seconds.append(time.perf_counter() - began)
     s.stats.cycle_seconds.append(time.perf_counter() - start)
 
 
@@ -209,17 +214,80 @@ def _cheapest(c: _Cycle, priority: int, options: Sequence[BoolArray | None]) -> 
         units = preemption.victim_units(c.s, c.group.key, priority, within)
         if not units:
             continue
-
-        def simulate(within: BoolArray | None = within) -> tuple[dict[str, int], bool]:
-            placed, _ = _default_algorithm(c, within)
-            rows = {pi.key: row for pi, row in placed}
-            _forget(c, placed)
-            return rows, c.reached(len(rows))
-
-        found = preemption.select_group_victims(c.s, units, simulate)
+        exact = tas.per_node_only(c.profile, c.members[0], c.s.state.table) and not _heterogeneous(c.members)
+        sim = _SlotSimulator(c, within) if exact and not c.members[0].host_ports else _Simulator(c, within)
+        found = preemption.select_group_victims(c.s, units, sim)
         if found is not None and (best is None or found.cost() < best.cost()):
             best = found
     return best
+
+
+class _Simulator:
+    """The PodGroup algorithm run for real on the current state, then forgotten."""
+
+    def __init__(self, c: _Cycle, within: BoolArray | None) -> None:
+        self.c = c
+        self.within = within
+
+    def placements(self) -> tuple[dict[str, int], bool]:
+        placed, _ = _default_algorithm(self.c, self.within)
+        rows = {pi.key: row for pi, row in placed}
+        _forget(self.c, placed)
+        return rows, self.c.reached(len(rows))
+
+    def count(self, rows: Sequence[int]) -> tuple[int, bool]:
+        placed, ok = self.placements()
+        return len(placed), ok
+
+
+class _SlotSimulator(_Simulator):
+    """For identical members judged node by node, the group algorithm places min(members, free slots) members
+    (the count topology placement uses too), so a reprieve only recounts the slots of the rows it touched."""
+
+    def __init__(self, c: _Cycle, within: BoolArray | None) -> None:
+        super().__init__(c, within)
+        self.slots: IntArray | None = None
+        self.open: BoolArray | None = None
+        self.total = 0
+        pod, table = c.members[0], c.s.state.table
+        fit = next((p for p in c.profile.filters if isinstance(p, NodeResourcesFit)), None)
+        self.cols, self.vals = fit.checked(pod) if fit is not None else (pod.req_cols[:0], pod.req_vals[:0])
+        self.table = table
+
+    def count(self, rows: Sequence[int]) -> tuple[int, bool]:
+        t = self.table
+        if self.slots is None:
+            slots = tas.slots(self.c.profile, self.c.members[0], t)
+            if self.within is not None:
+                slots = np.where(self.within, slots, 0)
+            self.slots, self.open = slots, slots > 0  # a node closed with every victim gone stays closed
+            self.total = int(slots.sum())
+        else:
+            assert self.open is not None
+            for row in set(rows):
+                if not self.open[row]:
+                    continue
+                room = int(t.max_pods[row] - t.pod_count[row])
+                if len(self.cols):
+                    free = t.allocatable[row, self.cols] - t.requested[row, self.cols]
+                    room = min(room, int((np.maximum(free, 0) // self.vals).min()))
+                room = max(room, 0)
+                self.total += room - int(self.slots[row])
+                self.slots[row] = room
+        placed = min(len(self.c.members), self.total)
+        return placed, self.c.reached(placed)
+
+    def placements(self) -> tuple[dict[str, int], bool]:
+        """Nominations: members in order onto the free slots in node order (the next cycle places them for real)."""
+        assert self.slots is not None
+        out: dict[str, int] = {}
+        rows = iter(int(r) for r in np.flatnonzero(self.slots) for _ in range(int(self.slots[r])))
+        for pi in self.c.members:
+            row = next(rows, None)
+            if row is None:
+                break
+            out[pi.key] = row
+        return out, self.c.reached(len(out))
 
 
 # --- topology ------------------------------------------------------------------------------------------------------

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -35,6 +35,7 @@ __all__ = [
     "Budgets",
     "Candidate",
     "GroupPreemption",
+    "Simulator",
     "Unit",
     "group_preemption_policy_never",
     "group_priority",
@@ -296,9 +297,18 @@ MSG_GROUP_DOES_NOT_FIT = "pod group does not fit even if every lower-priority vi
 MSG_TOPOLOGY_UNSUPPORTED = "workload aware preemption is not supported for pod groups with scheduling constraints"
 DISRUPTION_MODE_POD_GROUP = "PodGroup"
 
-# Runs the PodGroup algorithm on the current state (optionally inside one topology domain, a node mask) without
-# keeping its placements: the members placed (name of node per member key) and whether the group would succeed.
-Simulate = Callable[[], tuple[dict[str, int], bool]]
+
+class Simulator(Protocol):
+    """Runs the PodGroup algorithm on the current state without keeping its placements."""
+
+    def placements(self) -> tuple[dict[str, int], bool]:
+        """Member key -> node row for the members placed, and whether the group would succeed."""
+        ...
+
+    def count(self, rows: Sequence[int]) -> tuple[int, bool]:
+        """How many members would be placed, and whether the group would succeed, after the pods on ``rows``
+        changed (every row may have changed on the first call)."""
+        ...
 
 
 @dataclass
@@ -341,12 +351,23 @@ def victim_units(s: Scheduler, own_group: str, below: int, rows: BoolArray | Non
         gk = pi.group_key
         if gk == own_group:
             continue
-        if gk is not None and gk in s.groups and _disruption_mode(s, gk) == DISRUPTION_MODE_POD_GROUP:
+        if (
+            gk is not None
+            and gk in s.groups
+            and (_disruption_mode(s, gk) == DISRUPTION_MODE_POD_GROUP or _gang_key(s, pi) is not None)
+        ):
             grouped.setdefault(gk, []).append(pi)
         elif pi.priority < below and (rows is None or rows[row]):
             units.append(Unit([pi], pi.priority))
     for gk, pods in grouped.items():
-        priority = group_priority(s, gk)
+        if _disruption_mode(s, gk) == DISRUPTION_MODE_POD_GROUP:
+            priority = group_priority(s, gk)
+        else:
+            # Beyond v1.36 (gang-safe): a running gang in Pod mode goes whole or not at all, so a reprieve never
+            # leaves it below minCount; v1.36 would take its members one by one.
+            if not _gang_evictable(s, pods[0], below):
+                continue
+            priority = max(p.priority for p in pods)
         if priority >= below:
             continue
         if rows is not None and not any(rows[s.state.placement[p.key]] for p in pods):
@@ -367,7 +388,7 @@ class GroupPreemption:
         return (self.pdb_violations, top, len(self.victims), sum(len(u.pods) for u in self.victims))
 
 
-def select_group_victims(s: Scheduler, units: list[Unit], simulate: Simulate) -> GroupPreemption | None:
+def select_group_victims(s: Scheduler, units: list[Unit], sim: Simulator) -> GroupPreemption | None:
     """PodGroupEvaluator.Preempt: remove every potential victim; if the group still does not fit, evict nobody.
     Otherwise put units back, PDB-violating first and most important first, keeping each one the group (with
     no fewer members placed) still fits beside. The state is left as found."""
@@ -376,10 +397,9 @@ def select_group_victims(s: Scheduler, units: list[Unit], simulate: Simulate) ->
     for p, _ in removed:
         state.remove(p)
     try:
-        placed, ok = simulate()
+        most, ok = sim.count(range(len(state.table)))
         if not ok:
             return None
-        most = len(placed)
         units = sorted(units, key=Unit.importance)
         budgets = Budgets.of(s.pdbs, [*state.pods.values(), *(p for p, _ in removed)]) if s.pdbs else Budgets()
         flat = [p for u in units for p in u.pods]
@@ -392,15 +412,17 @@ def select_group_victims(s: Scheduler, units: list[Unit], simulate: Simulate) ->
         violations = 0
         for group, is_violating in ((violating, True), (fine, False)):
             for u in group:
+                rows = [where[p.key] for p in u.pods]
                 for p in u.pods:
                     state.add_bound(p, where[p.key])
-                trial, fits = simulate()
-                if not fits or len(trial) < most:
+                placed, fits = sim.count(rows)
+                if not fits or placed < most:
                     for p in u.pods:
                         state.remove(p)
+                    sim.count(rows)
                     victims.append(u)
                     violations += is_violating
-        nominated, _ = simulate()
+        nominated, _ = sim.placements()
         return GroupPreemption(victims, nominated, violations)
     finally:
         for p, row in removed:

@@ -39,6 +39,7 @@ class GroupInfo:
 class Stats:
     cycle_seconds: list[float] = field(default_factory=list)
     pods_bound: int = 0
+    preemption_seconds: list[float] = field(default_factory=list)  # one entry per preemption decision
 
 
 class Scheduler:
