@@ -128,3 +128,19 @@ def test_run_once_adds_the_created_objects_to_the_snapshot() -> None:
     assert events == ["Job ml/train: WorkloadCreated"]
     assert len(inv.workloads) == 1 and len(inv.pod_groups) == 1 and len(inv.pods) == 6
     assert run_once(inv) == [] and len(inv.pods) == 6  # idempotent
+
+
+def _with_phase(pod: Pod, phase: str) -> Pod:
+    return msgspec.structs.replace(pod, status=msgspec.convert({"phase": phase}, type(pod.status)))
+
+
+def test_failed_pods_are_replaced_until_the_backoff_limit() -> None:
+    out = reconcile_job(job(backoffLimit=1), [], [], [])
+    assert out.workload is not None and out.pod_group is not None
+    objs = ([out.workload], [out.pod_group])
+    first_fail = [_with_phase(out.pods[0], "Failed"), *out.pods[1:]]
+    retry = reconcile_job(job(backoffLimit=1), *objs, first_fail)
+    assert [p.metadata.labels[INDEX_LABEL] for p in retry.pods] == ["0"]
+    assert retry.pods[0].metadata.name != out.pods[0].metadata.name
+    second_fail = [*first_fail, _with_phase(retry.pods[0], "Failed")]
+    assert reconcile_job(job(backoffLimit=1), *objs, second_fail).pods == []  # BackoffLimitExceeded

@@ -198,12 +198,16 @@ def _missing_pods(job: m.Job, own: list[m.Pod], group: str | None) -> list[m.Pod
     parallelism = 1 if spec.parallelism is None else spec.parallelism
     completions = spec.completions
     succeeded = [p for p in own if p.status.phase == "Succeeded"]
+    failed = [p for p in own if p.status.phase == "Failed"]
     active = [p for p in own if p.status.phase not in ("Succeeded", "Failed")]
+    if len(failed) > spec.backoff_limit:
+        return []  # the Job has failed (BackoffLimitExceeded): no more pods
     if spec.completion_mode == "Indexed":
         total = completions if completions is not None else parallelism
         taken = {p.metadata.labels.get(INDEX_LABEL) for p in (*succeeded, *active)}
         free = [i for i in range(total) if str(i) not in taken]
-        return [_pod(job, i, group) for i in free[: max(parallelism - len(active), 0)]]
+        # A failed index is retried by a pod of a new name (the failures so far make the suffix differ).
+        return [_pod(job, i, group, len(failed)) for i in free[: max(parallelism - len(active), 0)]]
     remaining = parallelism if completions is None else min(parallelism, completions - len(succeeded))
     start = len(own)
     return [_pod(job, None, group, start + k) for k in range(max(remaining - len(active), 0))]
