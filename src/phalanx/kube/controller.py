@@ -11,6 +11,7 @@ Algorithm (one thread owns the cache and the engine; reflectors and the binder's
    PodGroup cycle succeeded, because the engine binds nothing before that.
 3. Write unschedulable pods' ``PodScheduled=False`` and ``FailedScheduling`` events (once per distinct message)
    and PodGroup conditions (never regressing True).
+   (Bindings are submitted from within the run, as each cycle succeeds.)
 4. A binding that fails for good is answered by re-reading the pod (the engine requeues it if it is still pending)
    and by a ``FailedBinding`` event on its PodGroup.
 
@@ -24,6 +25,7 @@ import logging
 import queue
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,10 +60,15 @@ class Engine(Scheduler):
         self.just_bound: list[str] = []
         self.just_failed: dict[str, tuple[str, str]] = {}
         self.changed_groups: set[str] = set()
+        self.on_bind: Callable[[Engine, str], None] | None = None
 
     def bind(self, pi: PodInfo) -> None:
+        """The cycle succeeded for ``pi`` (for a gang: the whole PodGroup cycle): write the binding right away, so
+        binding overlaps the scheduling of the pods behind it, as kube-scheduler's binding goroutines do."""
         super().bind(pi)
         self.just_bound.append(pi.key)
+        if self.on_bind is not None:
+            self.on_bind(self, pi.key)
 
     def fail(self, pi: PodInfo, reason: str, message: str, *args: Any, **kwargs: Any) -> None:
         super().fail(pi, reason, message, *args, **kwargs)
@@ -156,6 +163,8 @@ class Controller:
         if resource in _REBUILD:
             self.rebuild = True
         elif resource == "pods":
+            if obj is not None and self._confirms_placement(eng, key, obj):
+                return
             pod = self._pod(obj) if obj is not None else None
             if pod is None:
                 eng.delete_pod(key)
@@ -167,6 +176,15 @@ class Controller:
                 eng.delete_pod_group(key)
             elif (pg := _decode(obj, PodGroup)) is not None:
                 eng.add_pod_group(pg)
+
+    @staticmethod
+    def _confirms_placement(eng: Engine, key: str, obj: dict[str, Any]) -> bool:
+        """Our own binding coming back through the watch: the engine already has the pod bound on that node."""
+        node = (obj.get("spec") or {}).get("nodeName")
+        row = eng.state.placement.get(key)
+        if not node or row is None or key in eng.state.assumed or (obj.get("status") or {}).get("phase") in _TERMINAL:
+            return False
+        return bool(eng.state.table.names[row] == node)
 
     def _pod(self, obj: dict[str, Any]) -> Pod | None:
         """The pod as the engine should see it, or None: terminal pods and other schedulers' pending pods."""
@@ -199,6 +217,7 @@ class Controller:
                     eng.add_pod(p)
                 except Exception as err:
                     log.warning("pod %s/%s ignored: %s", p.metadata.namespace, p.metadata.name, err)
+        eng.on_bind = self._bind
         self.engine, self.rebuild = eng, False
         return eng
 
@@ -227,8 +246,6 @@ class Controller:
             )
         self.metrics.set("scheduler_pending_pods", len(eng.queue), queue="active")
         self.metrics.set("scheduler_pending_pods", len(eng.queue.gated), queue="gated")
-        for key in bound:
-            self._bind(eng, key)
         for key, (reason, message) in failed.items():
             self._unschedulable(key, reason, message)
         for gk in groups:
