@@ -34,6 +34,8 @@ COLLECTIONS = {
     "/apis/policy/v1/poddisruptionbudgets": "poddisruptionbudgets",
     "/apis/scheduling.k8s.io/v1alpha2/podgroups": "podgroups",
     "/apis/scheduling.k8s.io/v1alpha2/workloads": "workloads",
+    "/apis/scheduling.phalanx.dev/v1alpha2/podgroups": "podgroups",
+    "/apis/scheduling.phalanx.dev/v1alpha2/workloads": "workloads",
 }
 KINDS = {
     "nodes": ("v1", "Node"),
@@ -118,6 +120,7 @@ class Store:
     requests: dict[str, int] = field(default_factory=dict)
     faults: list[Fault] = field(default_factory=list)
     cut: int = 0
+    served_groups: tuple[str, ...] = ("scheduling.k8s.io",)  # which group serves PodGroups and Workloads
     cond: threading.Condition = field(default_factory=threading.Condition)
 
     def write(self, res: str, etype: str, obj: dict[str, Any]) -> dict[str, Any]:
@@ -241,6 +244,11 @@ class Handler(BaseHTTPRequestHandler):
             self._error(code, "injected fault")
             return
         query = {k: v[-1] for k, v in parse_qs(url.query).items()}
+        group = url.path.split("/")[2] if url.path.startswith("/apis/scheduling.") else ""
+        if group and "v1alpha2" in url.path and group not in store.served_groups:
+            self._body() if method != "GET" else None
+            self._error(404, f"the server could not find the requested resource (group {group})")
+            return
         if method == "GET" and url.path in COLLECTIONS:
             res = COLLECTIONS[url.path]
             if query.get("watch") in ("true", "1"):
@@ -273,6 +281,7 @@ class Handler(BaseHTTPRequestHandler):
         sel = query.get("fieldSelector", "")
         with store.cond:
             items = [o for o in store.objects[res].values() if not sel or field_matches(o, sel)]
+            items = items[: int(query["limit"])] if query.get("limit") else items
             rv = store.rv
         api_version, kind = KINDS[res]
         self._send(

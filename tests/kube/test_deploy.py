@@ -45,3 +45,14 @@ def test_two_replicas_with_leader_election() -> None:
     assert dep["spec"]["replicas"] == 2
     args = dep["spec"]["template"]["spec"]["containers"][0]["args"]
     assert "--leader-elect" in args and args[0] == "serve"
+
+
+def test_crds_serve_the_workload_api_under_the_phalanx_group() -> None:
+    crds = [yaml.safe_load(p.read_text()) for p in sorted((DEPLOY / "crds").glob("*.yaml"))]
+    assert {c["metadata"]["name"] for c in crds} == {
+        "podgroups.scheduling.phalanx.dev",
+        "workloads.scheduling.phalanx.dev",
+    }
+    pg = next(c for c in crds if c["spec"]["names"]["kind"] == "PodGroup")
+    version = pg["spec"]["versions"][0]
+    assert version["name"] == "v1alpha2" and "status" in version["subresources"]

@@ -159,3 +159,33 @@ def test_health_ready_and_metrics(apiserver: APIServer, start: Callable[..., Ins
     assert 'scheduler_schedule_attempts_total{profile="phalanx",result="scheduled"} 1' in text
     assert "scheduler_scheduling_attempt_duration_seconds_count 1" in text
     assert 'scheduler_pending_pods{queue="active"} 0' in text
+
+
+def test_older_cluster_uses_the_crd_group_and_the_pod_label(
+    apiserver: APIServer, start: Callable[..., Instance]
+) -> None:
+    st = apiserver.store
+    st.served_groups = ("scheduling.phalanx.dev",)
+    st.create("nodes", node("n0", cpu="4"))
+    crd_group = {**pod_group("g", 2), "apiVersion": "scheduling.phalanx.dev/v1alpha2"}
+    st.create("podgroups", crd_group)
+    for i in range(3):  # minCount 2 of 3 labelled members; 2 CPUs each: only two fit, together
+        p = pod(f"p{i}", cpu="2")
+        p["metadata"]["labels"] = {"scheduling.phalanx.dev/pod-group": "g"}
+        st.create("pods", p)
+    start()
+    assert st.wait_for(lambda: len(st.bindings) == 2)
+    assert st.wait_for(lambda: (condition(st, "g") or {}).get("status") == "True")
+    assert st.get("podgroups", "default/g")["apiVersion"] == "scheduling.phalanx.dev/v1alpha2"
+
+
+def test_cluster_without_the_workload_api_still_schedules_pods(
+    apiserver: APIServer, start: Callable[..., Instance]
+) -> None:
+    st = apiserver.store
+    st.served_groups = ()
+    st.create("nodes", node("n0"))
+    st.create("pods", pod("p0"))
+    inst = start()
+    assert st.wait_for(lambda: "default/p0" in st.bindings)
+    assert inst.server.controller.ready()

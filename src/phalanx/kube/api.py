@@ -18,7 +18,17 @@ import msgspec
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
-__all__ = ["RESOURCES", "Api", "ApiError", "Resource", "TokenBucket", "WatchEvent", "make_api_client"]
+__all__ = [
+    "CRD_GROUP",
+    "POD_GROUP_LABEL",
+    "RESOURCES",
+    "Api",
+    "ApiError",
+    "Resource",
+    "TokenBucket",
+    "WatchEvent",
+    "make_api_client",
+]
 
 _json = msgspec.json.Decoder()
 
@@ -44,6 +54,9 @@ RESOURCES = {
     "podgroups": Resource("scheduling.k8s.io", "v1alpha2", "podgroups"),
     "workloads": Resource("scheduling.k8s.io", "v1alpha2", "workloads"),
 }
+# For clusters older than v1.36: the same schema as CRDs (deploy/crds/), and pods labelled with their group.
+CRD_GROUP = "scheduling.phalanx.dev"
+POD_GROUP_LABEL = "scheduling.phalanx.dev/pod-group"
 
 
 class ApiError(Exception):
@@ -178,6 +191,18 @@ class Api:
         finally:
             resp.release_conn()
 
+    def served(self, res: Resource) -> bool:
+        """Whether the server serves ``res`` (a one-item list; 404 means it does not)."""
+        try:
+            resp = self._collection(res, limit=1)
+            resp.read()
+            resp.release_conn()
+        except ApiError as exc:
+            if exc.code == 404:
+                return False
+            raise
+        return True
+
     def get_pod(self, namespace: str, name: str) -> dict[str, Any]:
         resp = self._call(self.core.read_namespaced_pod, name, namespace, _preload_content=False)
         return dict(_json.decode(resp.data))
@@ -196,8 +221,11 @@ class Api:
         fn = self.core.patch_namespaced_pod_status
         self._call(fn, name, namespace, patch, _content_type=ctype, _preload_content=False)
 
-    def patch_pod_group_status(self, namespace: str, name: str, patch: dict[str, Any]) -> None:
+    def patch_pod_group_status(self, namespace: str, name: str, patch: dict[str, Any], api_version: str = "") -> None:
         res = RESOURCES["podgroups"]
+        if api_version and "/" in api_version:
+            group, version = api_version.split("/", 1)
+            res = Resource(group, version, res.plural)
         fn = self.custom.patch_namespaced_custom_object_status
         args = (res.group, res.version, namespace, res.plural, name, patch)
         self._call(fn, *args, _content_type="application/merge-patch+json", _preload_content=False)

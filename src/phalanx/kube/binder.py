@@ -121,7 +121,8 @@ class Binder:
         conds = [c for c in conds if c.get("type") != "PodGroupScheduled"] + [new]
         patch = {"metadata": {"resourceVersion": md.get("resourceVersion")}, "status": {"conditions": conds}}
         try:
-            self._retrying(self.api.patch_pod_group_status, md["namespace"], md["name"], patch)
+            args = (md["namespace"], md["name"], patch, pg.get("apiVersion", ""))
+            self._retrying(self.api.patch_pod_group_status, *args)
             self.metrics.inc("phalanx_api_writes_total", kind="pod_group_status", result="ok")
             return None
         except ApiError as exc:

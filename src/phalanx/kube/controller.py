@@ -33,7 +33,7 @@ import msgspec
 
 from phalanx.api.models import Node, Pod, PodGroup, PriorityClass
 from phalanx.cluster.pods import PodInfo, pod_key
-from phalanx.kube.api import RESOURCES, Api, ApiError
+from phalanx.kube.api import CRD_GROUP, POD_GROUP_LABEL, RESOURCES, Api, ApiError, Resource
 from phalanx.kube.binder import Binder
 from phalanx.kube.informer import Delta, Reflector, Replace
 from phalanx.kube.metrics import Metrics
@@ -99,9 +99,15 @@ class Controller:
     first_bind: float | None = None
 
     def start(self) -> None:
+        watched = dict(RESOURCES)
+        for name in ("podgroups", "workloads"):
+            fallback = Resource(CRD_GROUP, RESOURCES[name].version, name)
+            if name in self.resources and not self.api.served(RESOURCES[name]) and self.api.served(fallback):
+                log.info("%s: scheduling.k8s.io/v1alpha2 is not served; using the %s CRD", name, CRD_GROUP)
+                watched[name] = fallback
         for name in self.resources:
             self.cache.setdefault(name, {})
-            r = Reflector(self.api, RESOURCES[name], self.deltas, self.stop)
+            r = Reflector(self.api, watched[name], self.deltas, self.stop)
             self.reflectors.append(r)
             r.start()
 
@@ -194,6 +200,9 @@ class Controller:
             return None
         if not spec.get("nodeName") and spec.get("schedulerName", "default-scheduler") not in self.names:
             return None
+        label = ((obj.get("metadata") or {}).get("labels") or {}).get(POD_GROUP_LABEL)
+        if label and not spec.get("schedulingGroup"):
+            obj = {**obj, "spec": {**spec, "schedulingGroup": {"podGroupName": label}}}
         pod: Pod | None = _decode(obj, Pod)
         return pod
 
@@ -270,6 +279,7 @@ class Controller:
             return
         md = pod["metadata"]
         gname = ((pod.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName")
+        gname = gname or (md.get("labels") or {}).get(POD_GROUP_LABEL)
         if gname:
             regarding = {"apiVersion": "scheduling.k8s.io/v1alpha2", "kind": "PodGroup", "namespace": md["namespace"]}
             note = f"member {md['name']} could not be bound: {err}"

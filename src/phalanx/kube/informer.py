@@ -64,6 +64,7 @@ class Reflector:
                     self.rv = ""
                 elif exc.code == 404 and not self.rv:
                     log.warning("%s is not served (%s); not watching it", self.res.plural, exc)
+                    self.out.put(Replace(self.res.plural, []))  # synced, and empty
                     return
                 else:
                     log.info("watch %s: %s; resuming from %s", self.res.plural, exc, self.rv or "a new list")
