@@ -20,6 +20,7 @@ from phalanx.scheduling.config import SchedulerConfig, default_profile
 from phalanx.scheduling.cycle import schedule_pod, schedule_pod_group
 from phalanx.scheduling.framework import Code, Status
 from phalanx.scheduling.plugins.pod_selectors import NAMESPACE_NAME_LABEL
+from phalanx.scheduling.preemption import VictimIndex
 from phalanx.scheduling.profile import Attempt, Profile
 from phalanx.scheduling.queue import SchedulingQueue
 
@@ -65,6 +66,7 @@ class Scheduler:
         self.pdbs: list[PodDisruptionBudget] = []
         self.evictions: list[o.Eviction] = []
         self.disruption_targets: dict[str, o.GroupCondition] = {}  # PodGroups that lost pods to preemption
+        self.victim_index = VictimIndex()  # placed pods per node in preemption order, kept from the change log
         self.stats = Stats()
 
     # --- loading -------------------------------------------------------------------------------------------------
