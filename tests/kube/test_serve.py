@@ -189,3 +189,18 @@ def test_cluster_without_the_workload_api_still_schedules_pods(
     inst = start()
     assert st.wait_for(lambda: "default/p0" in st.bindings)
     assert inst.server.controller.ready()
+
+
+def test_no_preemption_until_victims_are_written(apiserver: APIServer, start: Callable[..., Instance]) -> None:
+    st = apiserver.store
+    st.create("nodes", node("n0", cpu="2"))
+    st.create("priorityclasses", {"metadata": {"name": "high"}, "value": 1000})
+    low = pod("low", cpu="2")
+    low["spec"]["nodeName"] = "n0"
+    st.create("pods", low)
+    high = pod("high", cpu="2")
+    high["spec"]["priorityClassName"] = "high"
+    st.create("pods", high)
+    start()
+    assert st.wait_for(lambda: _events(apiserver, "FailedScheduling"))
+    assert st.bindings == {} and st.get("pods", "default/low") is not None

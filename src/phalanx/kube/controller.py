@@ -21,6 +21,7 @@ gang's bound members count toward its minCount when the rest are scheduled.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import queue
 import threading
@@ -56,7 +57,11 @@ class Engine(Scheduler):
     """The engine, recording what a cycle decided so the controller can write it."""
 
     def __init__(self, config: SchedulerConfig | None) -> None:
-        super().__init__(config or SchedulerConfig([default_profile("phalanx")]))
+        config = config or SchedulerConfig([default_profile("phalanx")])
+        # Preemption is off until serve writes its victims' deletions (the engine would otherwise count victims
+        # as gone while they still run, and bind preemptors onto nodes that are still full).
+        profiles = [dataclasses.replace(p, preemption=False) for p in config.profiles]
+        super().__init__(dataclasses.replace(config, profiles=profiles))
         self.just_bound: list[str] = []
         self.just_failed: dict[str, tuple[str, str]] = {}
         self.changed_groups: set[str] = set()
