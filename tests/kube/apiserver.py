@@ -30,6 +30,7 @@ from urllib.parse import parse_qs, urlsplit
 COLLECTIONS = {
     "/api/v1/nodes": "nodes",
     "/api/v1/pods": "pods",
+    "/api/v1/namespaces": "namespaces",
     "/apis/scheduling.k8s.io/v1/priorityclasses": "priorityclasses",
     "/apis/policy/v1/poddisruptionbudgets": "poddisruptionbudgets",
     "/apis/scheduling.k8s.io/v1alpha2/podgroups": "podgroups",
@@ -40,6 +41,7 @@ COLLECTIONS = {
 KINDS = {
     "nodes": ("v1", "Node"),
     "pods": ("v1", "Pod"),
+    "namespaces": ("v1", "Namespace"),
     "priorityclasses": ("scheduling.k8s.io/v1", "PriorityClass"),
     "poddisruptionbudgets": ("policy/v1", "PodDisruptionBudget"),
     "podgroups": ("scheduling.k8s.io/v1alpha2", "PodGroup"),

@@ -204,3 +204,18 @@ def test_no_preemption_until_victims_are_written(apiserver: APIServer, start: Ca
     start()
     assert st.wait_for(lambda: _events(apiserver, "FailedScheduling"))
     assert st.bindings == {} and st.get("pods", "default/low") is not None
+
+
+def test_namespace_labels_reach_the_engine_and_node_changes_rebuild_it(
+    apiserver: APIServer, start: Callable[..., Instance]
+) -> None:
+    st = apiserver.store
+    st.create("namespaces", {"metadata": {"name": "team-a", "labels": {"tier": "gold"}}})
+    st.create("nodes", node("n0", cpu="1"))
+    inst = start()
+    st.create("pods", pod("p0", cpu="2"))  # does not fit until a larger node appears
+    assert st.wait_for(lambda: _events(apiserver, "FailedScheduling"))
+    st.create("nodes", node("n1", cpu="4"))
+    assert st.wait_for(lambda: st.bindings.get("default/p0") == ["n1"])
+    labels = inst.server.controller.engine.state.table.namespace_labels
+    assert labels["team-a"]["tier"] == "gold"

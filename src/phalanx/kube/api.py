@@ -53,6 +53,7 @@ RESOURCES = {
     "poddisruptionbudgets": Resource("policy", "v1", "poddisruptionbudgets"),
     "podgroups": Resource("scheduling.k8s.io", "v1alpha2", "podgroups"),
     "workloads": Resource("scheduling.k8s.io", "v1alpha2", "workloads"),
+    "namespaces": Resource("", "v1", "namespaces"),
 }
 # For clusters older than v1.36: the same schema as CRDs (deploy/crds/), and pods labelled with their group.
 CRD_GROUP = "scheduling.phalanx.dev"
@@ -154,6 +155,8 @@ class Api:
             return self._call(self.core.list_node, **kwargs)
         if res.plural == "pods":
             return self._call(self.core.list_pod_for_all_namespaces, **kwargs)
+        if res.plural == "namespaces":
+            return self._call(self.core.list_namespace, **kwargs)
         if res.plural == "priorityclasses":
             return self._call(self.sched.list_priority_class, **kwargs)
         if res.plural == "poddisruptionbudgets":

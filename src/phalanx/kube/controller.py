@@ -5,7 +5,7 @@ Algorithm (one thread owns the cache and the engine; reflectors and the binder's
 1. Drain deltas. Each updates the cache (objects as JSON dicts by resource and key) and, once the engine is
    built, becomes an engine event: pod add/update/delete, PodGroup add/update/delete. A relist's ``Replace`` is
    diffed against the cache by resourceVersion, so nothing is lost or applied twice. Node and PriorityClass
-   changes rebuild the engine from the cache (the engine has no node events yet).
+   changes (and Namespace changes) rebuild the engine from the cache (the engine has no node events yet).
 2. When every collection has listed and this instance leads, build the engine from the cache (``load``), then
    ``run`` it. Pods the engine bound are submitted to the binder; a gang's members are bound only after its whole
    PodGroup cycle succeeded, because the engine binds nothing before that.
@@ -32,7 +32,7 @@ from typing import Any
 
 import msgspec
 
-from phalanx.api.models import Node, Pod, PodGroup, PriorityClass
+from phalanx.api.models import Namespace, Node, Pod, PodGroup, PriorityClass
 from phalanx.cluster.pods import PodInfo, pod_key
 from phalanx.kube.api import CRD_GROUP, POD_GROUP_LABEL, RESOURCES, Api, ApiError, Resource
 from phalanx.kube.binder import Binder
@@ -45,7 +45,7 @@ __all__ = ["Controller", "Engine", "obj_key"]
 
 log = logging.getLogger("phalanx.kube")
 _TERMINAL = ("Succeeded", "Failed")
-_REBUILD = {"nodes", "priorityclasses"}
+_REBUILD = {"nodes", "priorityclasses", "namespaces"}
 
 
 def obj_key(obj: dict[str, Any]) -> str:
@@ -220,12 +220,13 @@ class Controller:
         pcs = [p for o in self.cache.get("priorityclasses", {}).values() if (p := _decode(o, PriorityClass))]
         pgs = [g for o in self.cache.get("podgroups", {}).values() if (g := _decode(o, PodGroup)) is not None]
         pods = [p for o in self.cache["pods"].values() if (p := self._pod(o)) is not None]
+        nss = [n for o in self.cache.get("namespaces", {}).values() if (n := _decode(o, Namespace)) is not None]
         try:
-            eng.load(nodes, pods, pgs, pcs)
+            eng.load(nodes, pods, pgs, pcs, namespaces=nss)
         except Exception as exc:  # one pod the engine refuses must not stop the others
             log.warning("loading pods one by one: %s", exc)
             eng = Engine(self.config)
-            eng.load(nodes, [], pgs, pcs)
+            eng.load(nodes, [], pgs, pcs, namespaces=nss)
             for p in pods:
                 try:
                     eng.add_pod(p)
@@ -273,6 +274,9 @@ class Controller:
             return
         node = eng.state.table.names[row]
         md = pod["metadata"]
+        # Assume it in the cache too (same resourceVersion, so the watch's version replaces it): an engine rebuilt
+        # before the watch confirms the bind must not give the pod's room to another pod.
+        self.cache["pods"][key] = {**pod, "spec": {**(pod.get("spec") or {}), "nodeName": node}}
         if self.first_bind is None:
             self.first_bind = time.monotonic()
         fut = self.binder.submit(self.binder.bind, md["namespace"], md["name"], md.get("uid", ""), node)
