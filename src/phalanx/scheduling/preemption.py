@@ -226,6 +226,7 @@ class VictimIndex:
         self.base = -1
         self.pos = 0
         self.width = 0
+        self.filled = 0  # the most pods any row holds: columns beyond it are padding everywhere
         self.priority = np.zeros((0, 0), dtype=np.int64)
         self.start = np.zeros((0, 0), dtype=np.float64)
         self.requests = np.zeros((0, 0, 0), dtype=np.int64)
@@ -238,6 +239,7 @@ class VictimIndex:
         if stale:
             self.table, self.base, self.pos = t, t.changes_base, len(t.changes)
             self.width = max((len(p) for p in s.state.node_pods), default=0) or 1
+            self.filled = 0
             self._alloc(n, r)
             rows: Iterable[int] = range(n)
         else:
@@ -269,6 +271,7 @@ class VictimIndex:
             self.start[row, k] = start_time(p)
             self.requests[row, k, p.req_cols] = p.req_vals
         self.keys[row] = [p.key for p in pods]
+        self.filled = max(self.filled, len(pods))
 
     def best(self, s: Scheduler, pi: PodInfo, potential: IntArray, fit: tuple[IntArray, IntArray]) -> Candidate | None:
         """``select_victims`` on every candidate node at once, then ``_rank``: the same choice as the general
@@ -284,9 +287,10 @@ class VictimIndex:
         step = max(wanted, 64)
         for lo in range(0, len(potential), step):
             rows = potential[lo : lo + step]
-            prio = self.priority[rows]
+            w = self.filled
+            prio = self.priority[rows][:, :w]
             lower = prio < pi.priority  # [m, w]; padding is never lower
-            req = self.requests[rows][:, :, cols]  # [m, w, c]
+            req = self.requests[rows][:, :w][:, :, cols]  # [m, w, c]
             used = t.requested[rows][:, cols] - (req * lower[:, :, None]).sum(axis=1)
             count = t.pod_count[rows] - lower.sum(axis=1)
             room = t.allocatable[rows][:, cols]
@@ -307,7 +311,7 @@ class VictimIndex:
                 v, p = victims[idx], prio[idx]
                 top = np.where(v, p, _NO_VICTIM).max(axis=1)
                 total = np.where(v, p + _PRIORITY_OFFSET, 0).sum(axis=1)
-                earliest = np.where(v & (p == top[:, None]), self.start[rows[idx]], np.inf).min(axis=1)
+                earliest = np.where(v & (p == top[:, None]), self.start[rows[idx]][:, :w], np.inf).min(axis=1)
                 earliest = np.where(np.isinf(earliest), 0.0, earliest)
                 parts.append((rows[idx], v, top, total, v.sum(axis=1), earliest))
                 found += len(idx)
