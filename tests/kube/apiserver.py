@@ -276,6 +276,9 @@ class Handler(BaseHTTPRequestHandler):
     def do_PATCH(self) -> None:
         self._dispatch("PATCH")
 
+    def do_DELETE(self) -> None:
+        self._dispatch("DELETE")
+
     # --- list and watch ---------------------------------------------------------------------------------------
 
     def _list(self, res: str, query: dict[str, str]) -> None:
@@ -378,6 +381,13 @@ class Handler(BaseHTTPRequestHandler):
                 self._send(200, pod)
             elif method == "POST" and sub == "binding":
                 self._bind(pod, body)
+            elif method == "DELETE" and sub is None:
+                want = ((body or {}).get("preconditions") or {}).get("uid")
+                if want and want != pod["metadata"]["uid"]:
+                    self._error(409, "Precondition failed: UID in precondition does not match the object")
+                    return
+                store.delete("pods", key)
+                self._send(200, pod)
             elif method == "PATCH" and sub == "status":
                 self._send(200, store.update("pods", strategic_merge_status(pod, body)))
             else:

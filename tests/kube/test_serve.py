@@ -5,7 +5,7 @@ from __future__ import annotations
 import urllib.request
 from collections.abc import Callable
 
-from kube.apiserver import APIServer
+from kube.apiserver import APIServer, Store
 from kube.conftest import Instance, condition, node, pod, pod_group
 
 
@@ -191,8 +191,7 @@ def test_cluster_without_the_workload_api_still_schedules_pods(
     assert inst.server.controller.ready()
 
 
-def test_no_preemption_until_victims_are_written(apiserver: APIServer, start: Callable[..., Instance]) -> None:
-    st = apiserver.store
+def _preemption_setup(st: Store) -> None:
     st.create("nodes", node("n0", cpu="2"))
     st.create("priorityclasses", {"metadata": {"name": "high"}, "value": 1000})
     low = pod("low", cpu="2")
@@ -201,9 +200,45 @@ def test_no_preemption_until_victims_are_written(apiserver: APIServer, start: Ca
     high = pod("high", cpu="2")
     high["spec"]["priorityClassName"] = "high"
     st.create("pods", high)
+
+
+def test_preemptor_is_bound_only_after_its_victim_is_deleted(
+    apiserver: APIServer, start: Callable[..., Instance]
+) -> None:
+    st = apiserver.store
+    _preemption_setup(st)
     start()
-    assert st.wait_for(lambda: _events(apiserver, "FailedScheduling"))
-    assert st.bindings == {} and st.get("pods", "default/low") is not None
+    assert st.wait_for(lambda: st.bindings.get("default/high") == ["n0"])
+    deleted = [(rv, o) for rv, res, etype, o in st.history if res == "pods" and etype == "DELETED"]
+    assert [o["metadata"]["name"] for _, o in deleted] == ["low"]
+    victim = deleted[0][1]
+    cond = next(c for c in victim["status"]["conditions"] if c["type"] == "DisruptionTarget")
+    assert (cond["status"], cond["reason"]) == ("True", "PreemptionByScheduler")
+    bound_at = next(
+        rv
+        for rv, res, etype, o in st.history
+        if res == "pods" and o["metadata"]["name"] == "high" and o["spec"].get("nodeName")
+    )
+    assert deleted[0][0] < bound_at  # the victim was gone before the preemptor was bound
+    nominated = [
+        o
+        for _, res, _, o in st.history
+        if res == "pods" and o["metadata"]["name"] == "high" and o.get("status", {}).get("nominatedNodeName")
+    ]
+    assert nominated and nominated[0]["status"]["nominatedNodeName"] == "n0"
+    assert st.wait_for(lambda: _events(apiserver, "Preempted"))
+
+
+def test_victim_that_cannot_be_deleted_keeps_its_node(apiserver: APIServer, start: Callable[..., Instance]) -> None:
+    st = apiserver.store
+    st.fail(lambda m, p: m == "DELETE", 403, times=1)
+    _preemption_setup(st)
+    start()
+    assert st.wait_for(lambda: st.requests.get("DELETE", 0) >= 1)
+    # the preemptor is re-read and requeued; the next attempt preempts again and succeeds
+    assert st.wait_for(lambda: st.bindings.get("default/high") == ["n0"])
+    assert st.get("pods", "default/low") is None
+    assert st.bindings == {"default/high": ["n0"]}
 
 
 def test_namespace_labels_reach_the_engine_and_node_changes_rebuild_it(

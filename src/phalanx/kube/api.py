@@ -219,6 +219,11 @@ class Api:
         )
         self._call(self.core.create_namespaced_pod_binding, name, namespace, body, _preload_content=False)
 
+    def delete_pod(self, namespace: str, name: str, uid: str) -> None:
+        """Delete with a uid precondition, so a pod recreated under the same name is never hit."""
+        body = k8s.V1DeleteOptions(preconditions=k8s.V1Preconditions(uid=uid or None))
+        self._call(self.core.delete_namespaced_pod, name, namespace, body=body, _preload_content=False)
+
     def patch_pod_status(self, namespace: str, name: str, patch: dict[str, Any]) -> None:
         ctype = "application/strategic-merge-patch+json"
         fn = self.core.patch_namespaced_pod_status

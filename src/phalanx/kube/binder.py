@@ -81,6 +81,38 @@ class Binder:
         )
         return None
 
+    def preempt(self, namespace: str, name: str, uid: str, node: str, preemptor: str, message: str) -> ApiError | None:
+        """A victim: ``DisruptionTarget`` (PreemptionByScheduler), then delete it with a uid precondition and
+        write a ``Preempted`` event. A 404 means it is gone already. Returns the error that stopped it, if any."""
+        cond = {
+            "type": "DisruptionTarget",
+            "status": "True",
+            "reason": "PreemptionByScheduler",
+            "message": message,
+            "lastTransitionTime": now_rfc3339(),
+        }
+        try:
+            self._retrying(self.api.patch_pod_status, namespace, name, {"status": {"conditions": [cond]}})
+            self._retrying(self.api.delete_pod, namespace, name, uid)
+        except ApiError as exc:
+            if exc.code != 404:
+                self.metrics.inc("phalanx_preemption_victims_total", result="error")
+                log.warning("preempting %s/%s failed: %s", namespace, name, exc)
+                return exc
+        self.metrics.inc("phalanx_preemption_victims_total", result="deleted")
+        regarding = {"apiVersion": "v1", "kind": "Pod", "namespace": namespace, "name": name, "uid": uid}
+        self.event(
+            namespace, regarding, "Normal", "Preempted", "Preempting", f"Preempted by {preemptor} on node {node}"
+        )
+        return None
+
+    def nominate(self, namespace: str, name: str, node: str) -> None:
+        """``status.nominatedNodeName`` of a preemptor waiting for its victims to go."""
+        try:
+            self._retrying(self.api.patch_pod_status, namespace, name, {"status": {"nominatedNodeName": node}})
+        except ApiError as exc:
+            log.info("nominating %s/%s: %s", namespace, name, exc)
+
     def unschedulable(self, namespace: str, name: str, uid: str, reason: str, message: str) -> None:
         cond = {
             "type": "PodScheduled",

@@ -21,7 +21,6 @@ gang's bound members count toward its minCount when the rest are scheduled.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import queue
 import threading
@@ -33,11 +32,13 @@ from typing import Any
 import msgspec
 
 from phalanx.api.models import Namespace, Node, Pod, PodGroup, PriorityClass
+from phalanx.api.models import PodDisruptionBudget as PDB
 from phalanx.cluster.pods import PodInfo, pod_key
 from phalanx.kube.api import CRD_GROUP, POD_GROUP_LABEL, RESOURCES, Api, ApiError, Resource
 from phalanx.kube.binder import Binder
 from phalanx.kube.informer import Delta, Reflector, Replace
 from phalanx.kube.metrics import Metrics
+from phalanx.scheduling import outcome as o
 from phalanx.scheduling.config import SchedulerConfig, default_profile
 from phalanx.scheduling.scheduler import GroupInfo, Scheduler
 
@@ -45,7 +46,7 @@ __all__ = ["Controller", "Engine", "obj_key"]
 
 log = logging.getLogger("phalanx.kube")
 _TERMINAL = ("Succeeded", "Failed")
-_REBUILD = {"nodes", "priorityclasses", "namespaces"}
+_REBUILD = {"nodes", "priorityclasses", "namespaces", "poddisruptionbudgets"}
 
 
 def obj_key(obj: dict[str, Any]) -> str:
@@ -57,15 +58,12 @@ class Engine(Scheduler):
     """The engine, recording what a cycle decided so the controller can write it."""
 
     def __init__(self, config: SchedulerConfig | None) -> None:
-        config = config or SchedulerConfig([default_profile("phalanx")])
-        # Preemption is off until serve writes its victims' deletions (the engine would otherwise count victims
-        # as gone while they still run, and bind preemptors onto nodes that are still full).
-        profiles = [dataclasses.replace(p, preemption=False) for p in config.profiles]
-        super().__init__(dataclasses.replace(config, profiles=profiles))
+        super().__init__(config or SchedulerConfig([default_profile("phalanx")]))
         self.just_bound: list[str] = []
         self.just_failed: dict[str, tuple[str, str]] = {}
         self.changed_groups: set[str] = set()
         self.on_bind: Callable[[Engine, str], None] | None = None
+        self.on_evict: Callable[[o.Eviction], None] | None = None
 
     def bind(self, pi: PodInfo) -> None:
         """The cycle succeeded for ``pi`` (for a gang: the whole PodGroup cycle): write the binding right away, so
@@ -74,6 +72,14 @@ class Engine(Scheduler):
         self.just_bound.append(pi.key)
         if self.on_bind is not None:
             self.on_bind(self, pi.key)
+
+    def evict(self, *args: Any, **kwargs: Any) -> None:
+        """Preemption chose victims: the engine counts them gone; the controller deletes them."""
+        before = len(self.evictions)
+        super().evict(*args, **kwargs)
+        if self.on_evict is not None:
+            for ev in self.evictions[before:]:
+                self.on_evict(ev)
 
     def fail(self, pi: PodInfo, reason: str, message: str, *args: Any, **kwargs: Any) -> None:
         super().fail(pi, reason, message, *args, **kwargs)
@@ -102,6 +108,9 @@ class Controller:
     retry_groups: set[str] = field(default_factory=set)
     reflectors: list[Reflector] = field(default_factory=list)
     first_bind: float | None = None
+    inflight: set[str] = field(default_factory=set)  # pods whose binding is submitted or deferred, not yet seen
+    victims: dict[str, str] = field(default_factory=dict)  # victim pod key -> node, until its deletion is seen
+    deferred: dict[str, list[str]] = field(default_factory=dict)  # node -> preemptors waiting for its victims
 
     def start(self) -> None:
         watched = dict(RESOURCES)
@@ -133,14 +142,18 @@ class Controller:
         except queue.Empty:
             return n
 
-    def _apply(self, item: Delta | Replace | _Refresh | _RetryGroup) -> None:
+    def _apply(self, item: Delta | Replace | _Refresh | _RetryGroup | _VictimStays) -> None:
         if isinstance(item, Replace):
             self._replace(item)
             return
         if isinstance(item, _RetryGroup):
             self.retry_groups.add(item.key)
             return
+        if isinstance(item, _VictimStays):
+            self._victim_stays(item.key)
+            return
         if isinstance(item, _Refresh):
+            self.inflight.discard(item.key)
             if _rv(item.obj) >= _rv(self.cache["pods"].get(item.key) or {}):
                 self.cache["pods"][item.key] = item.obj
                 self._engine_event("pods", item.obj, item.key)
@@ -148,13 +161,24 @@ class Controller:
         cache = self.cache[item.resource]
         key = obj_key(item.obj)
         if item.type == "DELETED":
+            self.inflight.discard(key)
             old = cache.pop(key, None)
             if old is not None:
                 self._engine_event(item.resource, None, key)
+            if item.resource == "pods" and key in self.victims:
+                self._victim_gone(key)
             return
         old = cache.get(key)
         if old is not None and _rv(old) >= _rv(item.obj):
             return  # already applied (a relist or our own optimistic update got here first)
+        if item.resource == "pods" and key in self.inflight:
+            spec = item.obj.get("spec") or {}
+            if not spec.get("nodeName"):
+                # Like kube-scheduler's assume cache: until its binding is answered, the pod stays where we put it.
+                assumed = ((old or {}).get("spec") or {}).get("nodeName")
+                cache[key] = {**item.obj, "spec": {**spec, "nodeName": assumed}}
+                return
+            self.inflight.discard(key)
         cache[key] = item.obj
         self._engine_event(item.resource, item.obj, key)
 
@@ -221,18 +245,20 @@ class Controller:
         pgs = [g for o in self.cache.get("podgroups", {}).values() if (g := _decode(o, PodGroup)) is not None]
         pods = [p for o in self.cache["pods"].values() if (p := self._pod(o)) is not None]
         nss = [n for o in self.cache.get("namespaces", {}).values() if (n := _decode(o, Namespace)) is not None]
+        pdbs = [d for o in self.cache.get("poddisruptionbudgets", {}).values() if (d := _decode(o, PDB)) is not None]
         try:
-            eng.load(nodes, pods, pgs, pcs, namespaces=nss)
+            eng.load(nodes, pods, pgs, pcs, namespaces=nss, pdbs=pdbs)
         except Exception as exc:  # one pod the engine refuses must not stop the others
             log.warning("loading pods one by one: %s", exc)
             eng = Engine(self.config)
-            eng.load(nodes, [], pgs, pcs, namespaces=nss)
+            eng.load(nodes, [], pgs, pcs, namespaces=nss, pdbs=pdbs)
             for p in pods:
                 try:
                     eng.add_pod(p)
                 except Exception as err:
                     log.warning("pod %s/%s ignored: %s", p.metadata.namespace, p.metadata.name, err)
         eng.on_bind = self._bind
+        eng.on_evict = self._evict
         self.engine, self.rebuild = eng, False
         return eng
 
@@ -277,6 +303,16 @@ class Controller:
         # Assume it in the cache too (same resourceVersion, so the watch's version replaces it): an engine rebuilt
         # before the watch confirms the bind must not give the pod's room to another pod.
         self.cache["pods"][key] = {**pod, "spec": {**(pod.get("spec") or {}), "nodeName": node}}
+        self.inflight.add(key)
+        if node in self.victims.values():
+            # A preemptor: like kube-scheduler, it is nominated and bound only once its victims are gone.
+            self.deferred.setdefault(node, []).append(key)
+            self.binder.submit(self.binder.nominate, md["namespace"], md["name"], node)
+            return
+        self._submit_bind(key, pod, node)
+
+    def _submit_bind(self, key: str, pod: dict[str, Any], node: str) -> None:
+        md = pod["metadata"]
         if self.first_bind is None:
             self.first_bind = time.monotonic()
         fut = self.binder.submit(self.binder.bind, md["namespace"], md["name"], md.get("uid", ""), node)
@@ -300,9 +336,52 @@ class Controller:
         except ApiError as exc:
             if exc.code == 404:
                 self.deltas.put(Delta("pods", "DELETED", pod))
+            else:  # cannot tell: treat it as still pending, so it is retried (a 409 answers a second binding)
+                self.deltas.put(_Refresh(key, {**pod, "spec": {**(pod.get("spec") or {}), "nodeName": ""}}))
             return
         # Force the engine to see the pod as it is now, even if the watch already delivered this version.
         self.deltas.put(_Refresh(key, fresh))
+
+    def _evict(self, ev: o.Eviction) -> None:
+        key = pod_key(ev.namespace, ev.name)
+        pod = self.cache["pods"].get(key)
+        if pod is None:
+            return
+        self.victims[key] = ev.node
+        uid = pod["metadata"].get("uid", "")
+        preemptor = f"{ev.preemptor_kind.lower()} {ev.preemptor_namespace}/{ev.preemptor_name}"
+        message = o.MSG_PREEMPTED.format("phalanx")
+        fut = self.binder.submit(self.binder.preempt, ev.namespace, ev.name, uid, ev.node, preemptor, message)
+        fut.add_done_callback(lambda f: self._victim_done(key, f.result()))
+
+    def _victim_done(self, key: str, err: ApiError | None) -> None:
+        """Binder thread: a victim that could not be deleted goes back to the controller thread."""
+        if err is not None:
+            self.deltas.put(_VictimStays(key))
+
+    def _victim_gone(self, key: str) -> None:
+        node = self.victims.pop(key)
+        if node in self.victims.values():
+            return
+        for waiting in self.deferred.pop(node, []):
+            pod = self.cache["pods"].get(waiting)
+            if pod is not None:
+                self._submit_bind(waiting, pod, node)
+
+    def _victim_stays(self, key: str) -> None:
+        """A victim could not be deleted: it keeps its node, and the preemptors waiting there are re-read (the
+        engine requeues them) rather than bound onto a node that is still full."""
+        node = self.victims.pop(key, None)
+        waiting = self.deferred.pop(node, []) if node is not None else []
+        for k in [key, *waiting]:
+            ns, name = k.split("/", 1)
+            self.binder.submit(self._reread, k, ns, name)
+
+    def _reread(self, key: str, namespace: str, name: str) -> None:
+        try:
+            self.deltas.put(_Refresh(key, self.api.get_pod(namespace, name)))
+        except ApiError as exc:
+            log.info("re-reading %s: %s", key, exc)
 
     def _unschedulable(self, key: str, reason: str, message: str) -> None:
         if self.written.get(key) == (reason, message):
@@ -336,6 +415,11 @@ class _Refresh:
 
 @dataclass(frozen=True, slots=True)
 class _RetryGroup:
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class _VictimStays:
     key: str
 
 

@@ -11,7 +11,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from phalanx.kube.api import Api, make_api_client
+from phalanx.kube.api import RESOURCES, Api, make_api_client
 from phalanx.kube.binder import Binder
 from phalanx.kube.controller import Controller
 from phalanx.kube.leader import LeaderElector
@@ -47,9 +47,8 @@ class Server:
 
     def __init__(self, opts: ServeOptions, api: Api | None = None) -> None:
         self.opts = opts
-        self.api = api or Api(
-            make_api_client(opts.kubeconfig, opts.host, pool=opts.bind_workers * 2), opts.qps, opts.burst
-        )
+        pool = opts.bind_workers + len(RESOURCES) + 4  # binders, one watch per collection, events, the lease
+        self.api = api or Api(make_api_client(opts.kubeconfig, opts.host, pool=pool), opts.qps, opts.burst)
         self.metrics = Metrics()
         self.binder = Binder(self.api, self.metrics, opts.identity, workers=opts.bind_workers)
         config = opts.config or SchedulerConfig([default_profile("phalanx")])
