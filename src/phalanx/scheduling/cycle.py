@@ -182,6 +182,8 @@ def _preempt(c: _Cycle, intent: tas.Intent | None) -> None:
     if preemption.group_preemption_policy_never(s, c.members):
         return
     priority = preemption.group_priority(s, c.group.key)
+    if not preemption.any_victims(s, c.group.key, priority):
+        return
     options: list[BoolArray | None] = [None]
     if intent is not None:
         bound_rows = [s.state.placement[k] for k in s.members_of(c.group) if s.is_bound(k) and k in s.state.placement]

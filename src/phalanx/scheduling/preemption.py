@@ -42,6 +42,7 @@ __all__ = [
     "Simulator",
     "Unit",
     "VictimIndex",
+    "any_victims",
     "group_preemption_policy_never",
     "group_priority",
     "importance",
@@ -272,6 +273,11 @@ class VictimIndex:
             self.requests[row, k, p.req_cols] = p.req_vals
         self.keys[row] = [p.key for p in pods]
         self.filled = max(self.filled, len(pods))
+
+    def lowest(self, s: Scheduler) -> int:
+        """The lowest priority of any placed pod (a cheap test before looking for victims)."""
+        self._sync(s)
+        return int(self.priority.min()) if self.priority.size else int(_NO_POD)
 
     def best(self, s: Scheduler, pi: PodInfo, potential: IntArray, fit: tuple[IntArray, IntArray]) -> Candidate | None:
         """``select_victims`` on every candidate node at once, then ``_rank``: the same choice as the general
@@ -579,6 +585,19 @@ def select_group_victims(s: Scheduler, units: list[Unit], sim: Simulator) -> Gro
         for p, row in removed:
             if p.key not in state.placement:
                 state.add_bound(p, row)
+
+
+def any_victims(s: Scheduler, own_group: str, below: int) -> bool:
+    """Whether some placed pod, or some other PodGroup-mode group, has lower priority than ``below``."""
+    if s.victim_index.lowest(s) < below:
+        return True
+    return any(
+        gk != own_group
+        and _disruption_mode(s, gk) == DISRUPTION_MODE_POD_GROUP
+        and group_priority(s, gk) < below
+        and any(k in s.state.placement for k in s.members.get(gk, ()))
+        for gk in s.groups
+    )
 
 
 def group_preemption_policy_never(s: Scheduler, members: Sequence[PodInfo]) -> bool:
