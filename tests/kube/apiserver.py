@@ -16,7 +16,6 @@ It binds 127.0.0.1 only.
 
 from __future__ import annotations
 
-import json
 import re
 import threading
 import time
@@ -26,6 +25,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+import msgspec
 
 COLLECTIONS = {
     "/api/v1/nodes": "nodes",
@@ -52,6 +53,10 @@ KINDS = {
 _NS_OBJECT = re.compile(
     r"^/(?:api/v1|apis/[^/]+/[^/]+)/namespaces/(?P<ns>[^/]+)/(?P<res>[^/]+)(?:/(?P<name>[^/]+))?(?:/(?P<sub>[^/]+))?$"
 )
+
+
+_enc = msgspec.json.Encoder()
+_dec = msgspec.json.Decoder()
 
 
 def _key(obj: dict[str, Any]) -> str:
@@ -128,7 +133,7 @@ class Store:
     def write(self, res: str, etype: str, obj: dict[str, Any]) -> dict[str, Any]:
         with self.cond:
             self.rv += 1
-            obj = json.loads(json.dumps(obj))
+            obj = _dec.decode(_enc.encode(obj))
             api_version, kind = KINDS[res]
             obj.setdefault("apiVersion", api_version)
             obj.setdefault("kind", kind)
@@ -222,7 +227,7 @@ class Handler(BaseHTTPRequestHandler):
     # --- plumbing ---------------------------------------------------------------------------------------------
 
     def _send(self, code: int, body: Any) -> None:
-        data = json.dumps(body).encode()
+        data = _enc.encode(body)
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
@@ -234,7 +239,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def _body(self) -> Any:
         n = int(self.headers.get("Content-Length") or 0)
-        return json.loads(self.rfile.read(n)) if n else None
+        return _dec.decode(self.rfile.read(n)) if n else None
 
     def _dispatch(self, method: str) -> None:
         store = self.server.store
@@ -300,7 +305,7 @@ class Handler(BaseHTTPRequestHandler):
         )
 
     def _chunk(self, event: dict[str, Any]) -> None:
-        data = json.dumps(event).encode() + b"\n"
+        data = _enc.encode(event) + b"\n"
         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
         self.wfile.flush()
 
@@ -403,7 +408,7 @@ class Handler(BaseHTTPRequestHandler):
             self._error(409, "Precondition failed: UID mismatch")
             return
         node = body["target"]["name"]
-        pod = json.loads(json.dumps(pod))
+        pod = _dec.decode(_enc.encode(pod))
         pod["spec"]["nodeName"] = node
         conds = [c for c in pod.setdefault("status", {}).get("conditions", []) if c["type"] != "PodScheduled"]
         pod["status"]["conditions"] = [*conds, {"type": "PodScheduled", "status": "True"}]
