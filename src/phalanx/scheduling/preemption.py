@@ -65,6 +65,7 @@ _MIN_CANDIDATES_ABSOLUTE = 100  # DefaultPreemptionArgs defaults
 _MIN_CANDIDATES_PERCENT = 10
 _PRIORITY_OFFSET = 1 << 31  # sums of priorities stay non-negative (math.MaxInt32 + 1)
 _NO_POD = np.iinfo(np.int64).max  # padding in VictimIndex: never of lower priority
+_VERDICT_SHAPES = 64  # preemptor (priority, shape) verdicts kept by VictimIndex
 _NO_VICTIM = -(1 << 62)  # the highest victim priority of a candidate without victims (ranks first)
 
 
@@ -232,6 +233,7 @@ class VictimIndex:
         self.start = np.zeros((0, 0), dtype=np.float64)
         self.requests = np.zeros((0, 0, 0), dtype=np.int64)
         self.keys: list[list[str]] = []
+        self.verdicts: dict[tuple[int, bytes], _Verdicts] = {}
 
     def _sync(self, s: Scheduler) -> None:
         t = s.state.table
@@ -241,6 +243,7 @@ class VictimIndex:
             self.table, self.base, self.pos = t, t.changes_base, len(t.changes)
             self.width = max((len(p) for p in s.state.node_pods), default=0) or 1
             self.filled = 0
+            self.verdicts.clear()
             self._alloc(n, r)
             rows: Iterable[int] = range(n)
         else:
@@ -282,66 +285,99 @@ class VictimIndex:
     def best(self, s: Scheduler, pi: PodInfo, potential: IntArray, fit: tuple[IntArray, IntArray]) -> Candidate | None:
         """``select_victims`` on every candidate node at once, then ``_rank``: the same choice as the general
         path for the pods ``_fast_path`` admits. Candidates are taken in node order until as many are found as
-        v1.36 evaluates (``max(100, 10%)`` of the nodes)."""
+        v1.36 evaluates (``max(100, 10%)`` of the nodes). Per-row verdicts are kept per preemptor priority and
+        shape and recomputed only for rows changed since, so a stream of alike preemptors costs little."""
         self._sync(s)
         t = s.state.table
         n = len(t)
         wanted = min(n, max(_MIN_CANDIDATES_ABSOLUTE, n * _MIN_CANDIDATES_PERCENT // 100))
-        cols, vals = fit
-        parts: list[tuple[IntArray, npt.NDArray[np.bool_], IntArray, IntArray, IntArray, npt.NDArray[np.float64]]] = []
-        found = 0
-        step = max(wanted, 64)
-        for lo in range(0, len(potential), step):
-            rows = potential[lo : lo + step]
-            w = self.filled
-            prio = self.priority[rows][:, :w]
-            lower = prio < pi.priority  # [m, w]; padding is never lower
-            req = self.requests[rows][:, :w][:, :, cols]  # [m, w, c]
-            used = t.requested[rows][:, cols] - (req * lower[:, :, None]).sum(axis=1)
-            count = t.pod_count[rows] - lower.sum(axis=1)
-            room = t.allocatable[rows][:, cols]
-            limit = t.max_pods[rows]
-            ok = (used + vals <= room).all(axis=1) & (count + 1 <= limit) & lower.any(axis=1)
-            victims: npt.NDArray[np.bool_] = np.zeros(lower.shape, dtype=bool)
-            for k in range(lower.shape[1]):
-                take = lower[:, k] & ok
-                if not take.any():
-                    continue
-                trial = used + req[:, k]
-                back = take & (trial + vals <= room).all(axis=1) & (count + 2 <= limit)
-                used = np.where(back[:, None], trial, used)
-                count = count + back
-                victims[:, k] = take & ~back
-            idx = np.flatnonzero(ok)[: wanted - found]
-            if len(idx):
-                v, p = victims[idx], prio[idx]
-                top = np.where(v, p, _NO_VICTIM).max(axis=1)
-                total = np.where(v, p + _PRIORITY_OFFSET, 0).sum(axis=1)
-                earliest = np.where(v & (p == top[:, None]), self.start[rows[idx]][:, :w], np.inf).min(axis=1)
-                earliest = np.where(np.isinf(earliest), 0.0, earliest)
-                parts.append((rows[idx], v, top, total, v.sum(axis=1), earliest))
-                found += len(idx)
-            if found >= wanted:
-                break
-        if not parts:
+        key = (pi.priority, pi.shape)
+        entry = self.verdicts.get(key)
+        if entry is None or entry.pos > len(t.changes) or entry.victims.shape != (n, self.filled):
+            entry = _Verdicts.empty(n, self.filled, len(t.changes))
+            entry.update(self, t, pi, fit, np.arange(n, dtype=np.intp))
+            self.verdicts[key] = entry
+            if len(self.verdicts) > _VERDICT_SHAPES:
+                self.verdicts.pop(next(iter(self.verdicts)))
+        elif entry.pos < len(t.changes):
+            dirty = np.unique(np.asarray(t.changes[entry.pos :], dtype=np.intp))
+            entry.update(self, t, pi, fit, dirty)
+            entry.pos = len(t.changes)
+        rows = potential[entry.ok[potential]][:wanted]
+        if not len(rows):
             return None
-        rows_all = np.concatenate([x[0] for x in parts])
-        top_all = np.concatenate([x[2] for x in parts])
-        total_all = np.concatenate([x[3] for x in parts])
-        count_all = np.concatenate([x[4] for x in parts])
-        start_all = np.concatenate([x[5] for x in parts])
         # _rank: lowest highest-victim priority, smallest sum, fewest victims, latest start, first found.
-        order = np.lexsort((np.arange(len(rows_all)), -start_all, count_all, total_all, top_all))
-        best = int(order[0])
-        offset = 0
-        for part in parts:
-            if best < offset + len(part[0]):
-                mask = part[1][best - offset]
-                break
-            offset += len(part[0])
-        row = int(rows_all[best])
-        pods = [s.state.pods[self.keys[row][k]] for k in np.flatnonzero(mask)]
-        return Candidate(row, pods, 0, best)
+        order = np.lexsort(
+            (np.arange(len(rows)), -entry.earliest[rows], entry.count[rows], entry.total[rows], entry.top[rows])
+        )
+        first = int(order[0])
+        row = int(rows[first])
+        pods = [s.state.pods[self.keys[row][k]] for k in np.flatnonzero(entry.victims[row])]
+        return Candidate(row, pods, 0, first)
+
+
+@dataclass
+class _Verdicts:
+    """Per node, for one preemptor priority and shape: whether evictions make it fit, its victims (slots of the
+    VictimIndex row) and the ranking inputs of ``_rank``."""
+
+    ok: npt.NDArray[np.bool_]
+    victims: npt.NDArray[np.bool_]
+    top: IntArray
+    total: IntArray
+    count: IntArray
+    earliest: npt.NDArray[np.float64]
+    pos: int
+
+    @classmethod
+    def empty(cls, n: int, w: int, pos: int) -> _Verdicts:
+        return cls(
+            np.zeros(n, dtype=bool),
+            np.zeros((n, w), dtype=bool),
+            np.zeros(n, dtype=np.int64),
+            np.zeros(n, dtype=np.int64),
+            np.zeros(n, dtype=np.int64),
+            np.zeros(n, dtype=np.float64),
+            pos,
+        )
+
+    def update(
+        self, index: VictimIndex, t: NodeTable, pi: PodInfo, fit: tuple[IntArray, IntArray], rows: IntArray
+    ) -> None:
+        """Recompute ``rows``: remove every lower-priority pod, then put them back most important first while the
+        preemptor still fits (resources and pod count: ``_fast_path`` guarantees nothing else decides)."""
+        cols, vals = fit
+        w = index.filled
+        if w == 0:  # no pod on any node: nothing to evict
+            self.ok[rows] = False
+            return
+        prio = index.priority[rows][:, :w]
+        lower = prio < pi.priority  # [m, w]; padding is never lower
+        req = index.requests[rows][:, :w][:, :, cols]  # [m, w, c]
+        used = t.requested[rows][:, cols] - (req * lower[:, :, None]).sum(axis=1)
+        count = t.pod_count[rows] - lower.sum(axis=1)
+        room = t.allocatable[rows][:, cols]
+        limit = t.max_pods[rows]
+        ok = (used + vals <= room).all(axis=1) & (count + 1 <= limit) & lower.any(axis=1)
+        victims: npt.NDArray[np.bool_] = np.zeros(lower.shape, dtype=bool)
+        for k in range(w):
+            take = lower[:, k] & ok
+            if not take.any():
+                continue
+            trial = used + req[:, k]
+            back = take & (trial + vals <= room).all(axis=1) & (count + 2 <= limit)
+            used = np.where(back[:, None], trial, used)
+            count = count + back
+            victims[:, k] = take & ~back
+        top = np.where(victims, prio, _NO_VICTIM).max(axis=1)
+        at_top = victims & (prio == top[:, None])
+        earliest = np.where(at_top, index.start[rows][:, :w], np.inf).min(axis=1)
+        self.ok[rows] = ok
+        self.victims[rows] = victims
+        self.top[rows] = top
+        self.total[rows] = np.where(victims, prio + _PRIORITY_OFFSET, 0).sum(axis=1)
+        self.count[rows] = victims.sum(axis=1)
+        self.earliest[rows] = np.where(np.isinf(earliest), 0.0, earliest)
 
 
 def select_victims(
