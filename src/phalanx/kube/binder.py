@@ -17,7 +17,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
 
@@ -44,8 +44,15 @@ class Binder:
         self.event_slots = threading.BoundedSemaphore(event_backlog)
         self.backoff = 0.05
 
-    def submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
-        return self.pool.submit(fn, *args)
+    def submit(self, fn: Callable[..., Any], *args: Any, done: Callable[[Any], None] | None = None) -> None:
+        """Run ``fn(*args)`` on the pool, then ``done(result)`` on the pool thread. After shutdown (a crash or a
+        lost lease), nothing more is written."""
+        try:
+            fut = self.pool.submit(fn, *args)
+        except RuntimeError:
+            return
+        if done is not None:
+            fut.add_done_callback(lambda f: f.cancelled() or done(f.result()))
 
     def shutdown(self, wait: bool = True) -> None:
         self.pool.shutdown(wait=wait, cancel_futures=not wait)

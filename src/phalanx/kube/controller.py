@@ -315,8 +315,8 @@ class Controller:
         md = pod["metadata"]
         if self.first_bind is None:
             self.first_bind = time.monotonic()
-        fut = self.binder.submit(self.binder.bind, md["namespace"], md["name"], md.get("uid", ""), node)
-        fut.add_done_callback(lambda f: self._bound(key, pod, f.result()))
+        args = (md["namespace"], md["name"], md.get("uid", ""), node)
+        self.binder.submit(self.binder.bind, *args, done=lambda err: self._bound(key, pod, err))
 
     def _bound(self, key: str, pod: dict[str, Any], err: ApiError | None) -> None:
         """Binder thread: hand the outcome back to the controller thread as a delta."""
@@ -351,8 +351,8 @@ class Controller:
         uid = pod["metadata"].get("uid", "")
         preemptor = f"{ev.preemptor_kind.lower()} {ev.preemptor_namespace}/{ev.preemptor_name}"
         message = o.MSG_PREEMPTED.format("phalanx")
-        fut = self.binder.submit(self.binder.preempt, ev.namespace, ev.name, uid, ev.node, preemptor, message)
-        fut.add_done_callback(lambda f: self._victim_done(key, f.result()))
+        args = (ev.namespace, ev.name, uid, ev.node, preemptor, message)
+        self.binder.submit(self.binder.preempt, *args, done=lambda err: self._victim_done(key, err))
 
     def _victim_done(self, key: str, err: ApiError | None) -> None:
         """Binder thread: a victim that could not be deleted goes back to the controller thread."""
@@ -399,8 +399,8 @@ class Controller:
         if cond is None or pg is None:
             return
         self.metrics.inc("scheduler_pod_group_schedule_attempts_total", result=cond.reason or cond.status)
-        fut = self.binder.submit(self.binder.pod_group_condition, pg, cond.status, cond.reason, cond.message)
-        fut.add_done_callback(lambda f: self._condition_done(gk, f.result()))
+        args = (pg, cond.status, cond.reason, cond.message)
+        self.binder.submit(self.binder.pod_group_condition, *args, done=lambda err: self._condition_done(gk, err))
 
     def _condition_done(self, gk: str, err: ApiError | None) -> None:
         if err is not None and err.code == 409:
