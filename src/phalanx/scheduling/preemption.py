@@ -5,6 +5,11 @@ lower priority, check the pod fits, then put victims back one by one (PDB-violat
 keeping only those without which the pod still fits. The candidates are ranked (fewest PDB violations, lowest
 highest-victim priority, smallest priority sum, fewest victims, latest start), the best one's victims are evicted
 and the node is nominated. The caller reports the pod unschedulable; the evictions' PodDelete event requeues it.
+``VictimIndex`` does the same for every node at once with numpy when only resources decide.
+
+Workload-aware preemption (spec §4.3, called from the PodGroup cycle): victim units (a pod, or a whole
+PodGroup-mode group), all removed, then reprieved most important first while the group still fits
+(``select_group_victims``). docs/preemption.md lists where phalanx goes beyond v1.36.
 """
 
 from __future__ import annotations
@@ -485,9 +490,6 @@ def _rank(c: Candidate) -> tuple[int, int, int, int, float, int]:
 
 # --- workload-aware preemption (PodGroups, spec §4) -------------------------------------------------------------
 
-MSG_NO_GROUP_VICTIMS = "No preemption victims found for incoming preemptor"
-MSG_GROUP_DOES_NOT_FIT = "pod group does not fit even if every lower-priority victim is preempted"
-MSG_TOPOLOGY_UNSUPPORTED = "workload aware preemption is not supported for pod groups with scheduling constraints"
 DISRUPTION_MODE_POD_GROUP = "PodGroup"
 
 
