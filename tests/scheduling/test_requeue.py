@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from builders import make_group, make_node, make_pod
-
 from phalanx.scheduling.scheduler import Scheduler
+
+from builders import make_group, make_node, make_pod
 
 
 def test_failed_gang_retries_with_every_member_after_a_deletion() -> None:

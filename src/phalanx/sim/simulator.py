@@ -9,9 +9,9 @@ first), and otherwise in the order events were scheduled, so a run is a pure fun
 from __future__ import annotations
 
 import heapq
-from datetime import UTC, datetime, timedelta
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 
