@@ -38,6 +38,10 @@ COLLECTIONS = {
     "/apis/scheduling.k8s.io/v1alpha2/workloads": "workloads",
     "/apis/scheduling.phalanx.dev/v1alpha2/podgroups": "podgroups",
     "/apis/scheduling.phalanx.dev/v1alpha2/workloads": "workloads",
+    "/apis/scheduling.k8s.io/v1beta1/podgroups": "podgroups",
+    "/apis/scheduling.k8s.io/v1beta1/workloads": "workloads",
+    "/apis/scheduling.k8s.io/v1alpha3/podgroups": "podgroups",
+    "/apis/scheduling.k8s.io/v1alpha3/workloads": "workloads",
 }
 KINDS = {
     "nodes": ("v1", "Node"),
@@ -127,7 +131,7 @@ class Store:
     requests: dict[str, int] = field(default_factory=dict)
     faults: list[Fault] = field(default_factory=list)
     cut: int = 0
-    served_groups: tuple[str, ...] = ("scheduling.k8s.io",)  # which group serves PodGroups and Workloads
+    served_groups: tuple[str, ...] = ("scheduling.k8s.io/v1alpha2",)  # group/versions serving PodGroups, Workloads
     cond: threading.Condition = field(default_factory=threading.Condition)
 
     def write(self, res: str, etype: str, obj: dict[str, Any]) -> dict[str, Any]:
@@ -251,8 +255,9 @@ class Handler(BaseHTTPRequestHandler):
             self._error(code, "injected fault")
             return
         query = {k: v[-1] for k, v in parse_qs(url.query).items()}
-        group = url.path.split("/")[2] if url.path.startswith("/apis/scheduling.") else ""
-        if group and "v1alpha2" in url.path and group not in store.served_groups:
+        parts = url.path.split("/")
+        group = "/".join(parts[2:4]) if url.path.startswith("/apis/scheduling.") and parts[3] != "v1" else ""
+        if group and group not in store.served_groups:
             self._body() if method != "GET" else None
             self._error(404, f"the server could not find the requested resource (group {group})")
             return

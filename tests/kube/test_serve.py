@@ -165,7 +165,7 @@ def test_older_cluster_uses_the_crd_group_and_the_pod_label(
     apiserver: APIServer, start: Callable[..., Instance]
 ) -> None:
     st = apiserver.store
-    st.served_groups = ("scheduling.phalanx.dev",)
+    st.served_groups = ("scheduling.phalanx.dev/v1alpha2",)
     st.create("nodes", node("n0", cpu="4"))
     crd_group = {**pod_group("g", 2), "apiVersion": "scheduling.phalanx.dev/v1alpha2"}
     st.create("podgroups", crd_group)
@@ -254,3 +254,28 @@ def test_namespace_labels_reach_the_engine_and_node_changes_rebuild_it(
     assert st.wait_for(lambda: st.bindings.get("default/p0") == ["n1"])
     labels = inst.server.controller.engine.state.table.namespace_labels
     assert labels["team-a"]["tier"] == "gold"
+
+
+def test_v1beta1_pod_groups_are_converted_and_their_condition_keeps_its_v137_name(
+    apiserver: APIServer, start: Callable[..., Instance]
+) -> None:
+    st = apiserver.store
+    st.served_groups = ("scheduling.k8s.io/v1beta1",)
+    st.create("nodes", node("n0", cpu="4"))
+    pg = {
+        "apiVersion": "scheduling.k8s.io/v1beta1",
+        "metadata": {"name": "g", "namespace": "default"},
+        "spec": {
+            "workloadRef": {"workloadName": "w", "templateName": "t"},
+            "schedulingPolicy": {"gang": {"minCount": 2}},
+            "disruptionMode": {"all": {}},
+        },
+    }
+    st.create("podgroups", pg)
+    for i in range(2):
+        st.create("pods", pod(f"p{i}", "g"))
+    start()
+    assert st.wait_for(lambda: len(st.bindings) == 2)
+    assert st.wait_for(lambda: bool(st.get("podgroups", "default/g").get("status", {}).get("conditions")))
+    conds = st.get("podgroups", "default/g")["status"]["conditions"]
+    assert [(c["type"], c["status"]) for c in conds] == [("PodGroupInitiallyScheduled", "True")]

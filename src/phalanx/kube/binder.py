@@ -23,6 +23,7 @@ from typing import Any
 
 from phalanx.kube.api import Api, ApiError
 from phalanx.kube.metrics import Metrics
+from phalanx.kube.versions import condition_type
 
 __all__ = ["Binder", "now_rfc3339"]
 
@@ -142,11 +143,12 @@ class Binder:
         """Patch PodGroupScheduled with meta.SetStatusCondition semantics; never regress True."""
         md = pg["metadata"]
         conds = list((pg.get("status") or {}).get("conditions") or [])
-        old = next((c for c in conds if c.get("type") == "PodGroupScheduled"), None)
+        ctype = condition_type(pg)
+        old = next((c for c in conds if c.get("type") == ctype), None)
         if old is not None and old.get("status") == "True" and status != "True":
             return None
         new = {
-            "type": "PodGroupScheduled",
+            "type": ctype,
             "status": status,
             "reason": reason,
             "message": message,
@@ -157,7 +159,7 @@ class Binder:
             new["lastTransitionTime"] = old.get("lastTransitionTime") or new["lastTransitionTime"]
         if old == new:
             return None
-        conds = [c for c in conds if c.get("type") != "PodGroupScheduled"] + [new]
+        conds = [c for c in conds if c.get("type") != ctype] + [new]
         patch = {"metadata": {"resourceVersion": md.get("resourceVersion")}, "status": {"conditions": conds}}
         try:
             args = (md["namespace"], md["name"], patch, pg.get("apiVersion", ""))

@@ -34,10 +34,11 @@ import msgspec
 from phalanx.api.models import Namespace, Node, Pod, PodGroup, PriorityClass
 from phalanx.api.models import PodDisruptionBudget as PDB
 from phalanx.cluster.pods import PodInfo, pod_key
-from phalanx.kube.api import CRD_GROUP, POD_GROUP_LABEL, RESOURCES, Api, ApiError, Resource
+from phalanx.kube.api import POD_GROUP_LABEL, RESOURCES, Api, ApiError, Resource
 from phalanx.kube.binder import Binder
 from phalanx.kube.informer import Delta, Reflector, Replace
 from phalanx.kube.metrics import Metrics
+from phalanx.kube.versions import CANDIDATES, to_v1alpha2
 from phalanx.scheduling import outcome as o
 from phalanx.scheduling.config import SchedulerConfig, default_profile
 from phalanx.scheduling.scheduler import GroupInfo, Scheduler
@@ -115,10 +116,11 @@ class Controller:
     def start(self) -> None:
         watched = dict(RESOURCES)
         for name in ("podgroups", "workloads"):
-            fallback = Resource(CRD_GROUP, RESOURCES[name].version, name)
-            if name in self.resources and not self.api.served(RESOURCES[name]) and self.api.served(fallback):
-                log.info("%s: scheduling.k8s.io/v1alpha2 is not served; using the %s CRD", name, CRD_GROUP)
-                watched[name] = fallback
+            if name not in self.resources:
+                continue
+            served = (Resource(g, v, name) for g, v in CANDIDATES)
+            watched[name] = next((r for r in served if self.api.served(r)), RESOURCES[name])
+            log.info("%s: watching %s/%s", name, watched[name].group, watched[name].version)
         for name in self.resources:
             self.cache.setdefault(name, {})
             r = Reflector(self.api, watched[name], self.deltas, self.stop)
@@ -209,7 +211,7 @@ class Controller:
         elif resource == "podgroups":
             if obj is None:
                 eng.delete_pod_group(key)
-            elif (pg := _decode(obj, PodGroup)) is not None:
+            elif (pg := _decode(to_v1alpha2(obj), PodGroup)) is not None:
                 eng.add_pod_group(pg)
 
     @staticmethod
@@ -242,7 +244,7 @@ class Controller:
         eng = Engine(self.config)
         nodes = [n for o in self.cache["nodes"].values() if (n := _decode(o, Node)) is not None]
         pcs = [p for o in self.cache.get("priorityclasses", {}).values() if (p := _decode(o, PriorityClass))]
-        pgs = [g for o in self.cache.get("podgroups", {}).values() if (g := _decode(o, PodGroup)) is not None]
+        pgs = [g for o in self.cache.get("podgroups", {}).values() if (g := _decode(to_v1alpha2(o), PodGroup))]
         pods = [p for o in self.cache["pods"].values() if (p := self._pod(o)) is not None]
         nss = [n for o in self.cache.get("namespaces", {}).values() if (n := _decode(o, Namespace)) is not None]
         pdbs = [d for o in self.cache.get("poddisruptionbudgets", {}).values() if (d := _decode(o, PDB)) is not None]
