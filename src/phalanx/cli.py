@@ -192,7 +192,7 @@ def simulate(
 
     from phalanx.render import render_simulation
     from phalanx.sim import scenario as sc
-    from phalanx.sim.metrics import timeseries_csv
+    from phalanx.sim.metrics import COMPARISON_HEADER, comparison_rows, timeseries_csv
     from phalanx.sim.report import render_html
     from phalanx.sim.simulator import POLICIES
 
@@ -212,7 +212,8 @@ def simulate(
     if output == "json":
         click.echo(json.dumps({"title": scenario.title, "policies": summaries}, indent=2))
     else:
-        render_simulation(scenario.title, summaries, Console(width=None if sys.stdout.isatty() else 160))
+        console = Console(width=None if sys.stdout.isatty() else 200)
+        render_simulation(scenario.title, COMPARISON_HEADER, comparison_rows(summaries), console)
         click.echo(f"report: {report}", err=True)
 
 

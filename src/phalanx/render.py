@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Console
@@ -82,30 +83,11 @@ def render_table(result: dict[str, Any], console: Console, nodes: list[dict[str,
     )
 
 
-def render_simulation(title: str, summaries: list[dict[str, Any]], console: Console) -> None:
-    """The policy comparison of `phalanx simulate`."""
+def render_simulation(title: str, header: Sequence[str], rows: Sequence[Sequence[str]], console: Console) -> None:
+    """The policy comparison of `phalanx simulate` (rows computed by phalanx.sim.metrics)."""
     table = Table(title=title)
-    for col in (
-        "POLICY",
-        "COMPLETED",
-        "NEVER STARTED",
-        "QUEUE MEAN/P99 (min)",
-        "JCT MEAN/P99 (h)",
-        "MAKESPAN (h)",
-        "GPU ALLOC",
-        "GPU-h HELD BY PARTIAL GANGS",
-    ):
-        table.add_column(col)
-    for r in summaries:
-        q, j = r["queueSeconds"], r["jctSeconds"]
-        table.add_row(
-            r["policy"],
-            f"{r['completed']}/{r['jobs']}",
-            str(r["neverStarted"]),
-            f"{q['mean'] / 60:.1f} / {q['p99'] / 60:.1f}",
-            f"{j['mean'] / 3600:.2f} / {j['p99'] / 3600:.2f}",
-            f"{r['makespanSeconds'] / 3600:.1f}",
-            f"{r['gpuAllocationPercent']:.1f} %",
-            str(r["heldByPartialGangsGpuHours"]),
-        )
+    for col in header:
+        table.add_column(col.upper())
+    for row in rows:
+        table.add_row(*row)
     console.print(table)

@@ -112,3 +112,18 @@ def test_cli_writes_report_metrics_and_timeseries(tmp_path: Path) -> None:
     assert series.read_text().splitlines()[0].startswith("policy,time,allocated_gpus")
     page = report.read_text()
     assert page.startswith("<!DOCTYPE html>") and "<script" not in page and "http" not in page.split("</style>")[1]
+
+
+def test_preempted_jobs_start_over_and_finish() -> None:
+    nodes = nodes_of(ClusterSpec([Pool("gpu", 2, {"cpu": "96", "memory": "64Gi", "nvidia.com/gpu": 8})]))
+    jobs = [
+        JobRecord("low", 0.0, 1000.0, 2, cpu="8", memory="8Gi", gpus=8, priority=0),
+        JobRecord("high", 100.0, 50.0, 2, cpu="8", memory="8Gi", gpus=8, priority=100),
+    ]
+    r = simulate(nodes, jobs, POLICIES["gang-tas-preemption"])
+    low, high = r.runs
+    assert high.start == 100.0 and high.end == 150.0  # the high-priority job preempts at once
+    assert low.restarts == 1 and low.start == 150.0 and low.end == 1150.0  # then the victim starts over
+    assert low.lost_gpu_seconds == 100.0 * 16
+    without = simulate(nodes, jobs, POLICIES["gang-tas"])
+    assert without.runs[1].start == 1000.0 and without.runs[0].restarts == 0

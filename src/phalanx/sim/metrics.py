@@ -10,7 +10,7 @@ import numpy as np
 
 from phalanx.sim.simulator import SimulationResult
 
-__all__ = ["summary", "timeseries_csv"]
+__all__ = ["COMPARISON_HEADER", "comparison_rows", "summary", "timeseries_csv"]
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -23,6 +23,8 @@ def summary(r: SimulationResult) -> dict[str, Any]:
     started = [x for x in runs if x.start is not None]
     done = [x for x in runs if x.end is not None]
     queue = [x.start - x.job.submit for x in started if x.start is not None]
+    top = max((x.job.priority for x in runs), default=0)
+    queue_top = [x.start - x.job.submit for x in started if x.start is not None and x.job.priority == top]
     jct = [x.end - x.job.submit for x in done if x.end is not None]
     first = min((x.job.submit for x in runs), default=0.0)
     last = max((x.end for x in done if x.end is not None), default=first)
@@ -44,6 +46,10 @@ def summary(r: SimulationResult) -> dict[str, Any]:
             "p50": _pct(queue, 50),
             "p99": _pct(queue, 99),
         },
+        "queueSecondsTopPriority": {
+            "mean": round(float(np.mean(queue_top)), 1) if queue_top else 0.0,
+            "p99": _pct(queue_top, 99),
+        },
         "jctSeconds": {
             "mean": round(float(np.mean(jct)), 1) if jct else 0.0,
             "p50": _pct(jct, 50),
@@ -54,6 +60,8 @@ def summary(r: SimulationResult) -> dict[str, Any]:
         "gpuAllocationPercent": round(100 * float((alloc * weights).sum()) / span / cap, 2) if len(weights) else 0.0,
         "heldByPartialGangsGpuHours": round(float((held * weights).sum()) / 3600, 1) if len(weights) else 0.0,
         "fragmentedGpusMean": round(float((frag * weights).sum()) / span, 2) if len(weights) else 0.0,
+        "restarts": sum(x.restarts for x in runs),
+        "lostGpuHours": round(sum(x.lost_gpu_seconds for x in runs) / 3600, 1),
         "schedulingCycles": r.cycles,
     }
 
@@ -68,3 +76,41 @@ def timeseries_csv(results: list[SimulationResult]) -> str:
                 [r.policy, s.time, s.allocated_gpus, s.running_jobs, s.queued_jobs, s.held_gpus, s.fragmented_gpus]
             )
     return out.getvalue()
+
+
+COMPARISON_HEADER = (
+    "policy",
+    "completed",
+    "never started",
+    "queue mean / p99 (min)",
+    "top-priority queue mean (min)",
+    "JCT mean / p99 (h)",
+    "makespan (h)",
+    "GPU allocation",
+    "GPU-h held by partial gangs",
+    "fragmented GPUs",
+    "restarts (GPU-h lost)",
+)
+
+
+def comparison_rows(summaries: list[dict[str, Any]]) -> list[tuple[str, ...]]:
+    """One row of text per policy under COMPARISON_HEADER: the table the terminal and the report both show."""
+    rows: list[tuple[str, ...]] = []
+    for r in summaries:
+        q, j = r["queueSeconds"], r["jctSeconds"]
+        rows.append(
+            (
+                str(r["policy"]),
+                f"{r['completed']}/{r['jobs']}",
+                str(r["neverStarted"]),
+                f"{q['mean'] / 60:.1f} / {q['p99'] / 60:.1f}",
+                f"{r['queueSecondsTopPriority']['mean'] / 60:.1f}",
+                f"{j['mean'] / 3600:.2f} / {j['p99'] / 3600:.2f}",
+                f"{r['makespanSeconds'] / 3600:.1f}",
+                f"{r['gpuAllocationPercent']:.1f} %",
+                str(r["heldByPartialGangsGpuHours"]),
+                str(r["fragmentedGpusMean"]),
+                f"{r['restarts']} ({r['lostGpuHours']})",
+            )
+        )
+    return rows

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from phalanx.sim.metrics import COMPARISON_HEADER, comparison_rows
 from phalanx.sim.simulator import SimulationResult
 
 __all__ = ["render_html"]
@@ -41,34 +42,11 @@ def render_html(results: Sequence[SimulationResult], summaries: Sequence[dict[st
     return _PAGE.format(title=html.escape(title), body="\n".join(parts))
 
 
-def _table(rows: Sequence[dict[str, Any]]) -> str:
-    head = (
-        "policy",
-        "completed",
-        "never started",
-        "queue mean / p99 (min)",
-        "JCT mean / p99 (h)",
-        "makespan (h)",
-        "GPU allocation",
-        "GPU-h held by partial gangs",
-        "fragmented GPUs",
-    )
+def _table(summaries: Sequence[dict[str, Any]]) -> str:
     body = []
-    for r in rows:
-        q, j = r["queueSeconds"], r["jctSeconds"]
-        cells = (
-            r["policy"],
-            f"{r['completed']}/{r['jobs']}",
-            r["neverStarted"],
-            f"{q['mean'] / 60:.1f} / {q['p99'] / 60:.1f}",
-            f"{j['mean'] / 3600:.2f} / {j['p99'] / 3600:.2f}",
-            f"{r['makespanSeconds'] / 3600:.1f}",
-            f"{r['gpuAllocationPercent']:.1f} %",
-            r["heldByPartialGangsGpuHours"],
-            r["fragmentedGpusMean"],
-        )
-        body.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
-    header = "".join(f"<th>{h}</th>" for h in head)
+    for row in comparison_rows(list(summaries)):
+        body.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>")
+    header = "".join(f"<th>{html.escape(h)}</th>" for h in COMPARISON_HEADER)
     return f'<table id="summary"><thead><tr>{header}</tr></thead><tbody>{"".join(body)}</tbody></table>'
 
 

@@ -2,8 +2,9 @@
 bound, and finishing frees its pods. Events at one instant are applied together, then the engine runs until no
 queued pod can progress, as the live scheduler would after a burst of watch events.
 
-The heap is ordered by (time, kind, sequence): completions before arrivals at the same instant (capacity is freed
-first), and otherwise in the order events were scheduled, so a run is a pure function of its inputs.
+The heap is ordered by (time, kind, tag, job): completions before arrivals at the same instant (capacity is freed
+first), then by job index, so a run is a pure function of its inputs. A job that preemption evicts starts over
+under new pod names; the completion event of its cut-short run is recognised by its tag and ignored.
 """
 
 from __future__ import annotations
@@ -48,10 +49,12 @@ class Policy:
     gang: bool
     topology: bool
     description: str
+    preemption: bool = False
 
     def config(self) -> SchedulerConfig:
         profile = default_profile()
         profile.gang = self.gang
+        profile.preemption = self.preemption
         if self.topology:
             profile.args["TopologyPlacementGenerator"] = TopologyArgs([BLOCK, RACK, HOSTNAME])
         else:
@@ -65,6 +68,7 @@ POLICIES = {
         Policy("pod-by-pod", False, False, "no PodGroups: every pod on its own (partial gangs hold GPUs)"),
         Policy("gang", True, False, "v1.36 gang scheduling: all pods of a job at once or none"),
         Policy("gang-tas", True, True, "gang scheduling with phalanx's topology intents (rack, then block)"),
+        Policy("gang-tas-preemption", True, True, "gang-tas, and higher-priority jobs preempt lower ones", True),
     )
 }
 
@@ -75,6 +79,8 @@ class JobRun:
     pods: list[str]
     start: float | None = None
     end: float | None = None
+    restarts: int = 0  # times preemption evicted it and it started over
+    lost_gpu_seconds: float = 0.0  # GPU time of runs that preemption cut short
 
 
 @dataclass
@@ -113,50 +119,86 @@ def simulate(
         heapq.heappush(heap, (job.submit, _ARRIVE, i, i))
     runs = [JobRun(job, []) for job in jobs]
     result.runs = runs
+    owner: dict[str, int] = {}  # pod key -> job index
     waiting: set[int] = set()
-    seq = len(jobs)
+    seen_evictions = 0
     while heap:
         now = heap[0][0]
         while heap and heap[0][0] == now:
-            _, kind, _, i = heapq.heappop(heap)
+            _, kind, tag, i = heapq.heappop(heap)
             if kind == _COMPLETE:
+                if tag != _run_tag(runs[i]) or runs[i].start is None:
+                    continue  # a completion of a run that preemption cut short
                 for key in runs[i].pods:
                     sched.delete_pod(key)
                 runs[i].end = now
                 if progress:
                     progress(1)
             else:
-                runs[i].pods = _submit(sched, jobs[i], policy)
+                runs[i].pods = _submit(sched, jobs[i], policy, runs[i].restarts)
+                owner.update((k, i) for k in runs[i].pods)
                 waiting.add(i)
         sched.run()
         result.cycles += 1
+        # Victims' jobs start over: their other pods are deleted and the job is submitted again.
+        hit = sorted({owner[e.namespace + "/" + e.name] for e in sched.evictions[seen_evictions:]})
+        seen_evictions = len(sched.evictions)
+        for i in hit:
+            _restart(sched, runs[i], now, policy)
+            owner.update((k, i) for k in runs[i].pods)
+            waiting.add(i)
+        if hit:
+            sched.run()
         for i in sorted(waiting):
             if all(k in sched.state.placement for k in runs[i].pods):
                 runs[i].start = now
                 waiting.discard(i)
-                seq += 1
-                heapq.heappush(heap, (now + runs[i].job.duration, _COMPLETE, seq, i))
+                heapq.heappush(heap, (now + runs[i].job.duration, _COMPLETE, _run_tag(runs[i]), i))
         result.samples.append(_sample(sched, now, runs, waiting, gpu_col, rack_col.codes, len(rack_col.values)))
     return result
 
 
-def _submit(sched: Scheduler, job: JobRecord, policy: Policy) -> list[str]:
-    """Create the job's objects: its pods and, for a gang policy and a multi-pod job, a PodGroup."""
+def _run_tag(run: JobRun) -> int:
+    """Tells a run's completion event from those of runs preemption cut short (heap entries are never removed)."""
+    return run.restarts
+
+
+def _restart(sched: Scheduler, run: JobRun, now: float, policy: Policy) -> None:
+    if run.start is not None:
+        run.lost_gpu_seconds += (now - run.start) * run.job.gpus * run.job.pods
+    for key in run.pods:
+        sched.delete_pod(key)
+    if policy.gang and run.job.pods > 1:
+        sched.delete_pod_group(f"sim/{_group_name(run.job, run.restarts)}")
+    run.start = None
+    run.restarts += 1
+    run.pods = _submit(sched, run.job, policy, run.restarts)
+
+
+def _group_name(job: JobRecord, attempt: int) -> str:
+    return job.name if attempt == 0 else f"{job.name}-r{attempt}"
+
+
+def _submit(sched: Scheduler, job: JobRecord, policy: Policy, attempt: int = 0) -> list[str]:
+    """Create the job's objects: its pods and, for a gang policy and a multi-pod job, a PodGroup. A restarted job
+    gets new names (``-r<attempt>``), as a recreated Job's pods would."""
     ns = "sim"
     group = None
+    name = _group_name(job, attempt)
     if policy.gang and job.pods > 1:
         notes = {}
         if policy.topology and job.topology:
             mode, _, key = job.topology.partition(":")
             notes[f"scheduling.phalanx.dev/topology-{mode}"] = key
         pg = PodGroup(
-            metadata=ObjectMeta(name=job.name, namespace=ns, annotations=notes),
+            metadata=ObjectMeta(name=name, namespace=ns, annotations=notes),
             spec=PodGroupSpec(
-                scheduling_policy=PodGroupSchedulingPolicy(gang=GangSchedulingPolicy(min_count=job.gang))
+                scheduling_policy=PodGroupSchedulingPolicy(gang=GangSchedulingPolicy(min_count=job.gang)),
+                priority=job.priority,  # workload-aware preemption ranks groups by the PodGroup's priority
             ),
         )
         sched.add_pod_group(pg)
-        group = PodSchedulingGroup(pod_group_name=job.name)
+        group = PodSchedulingGroup(pod_group_name=name)
     requests: dict[str, str | int | float] = {"cpu": job.cpu, "memory": job.memory}
     if job.gpus:
         requests[GPU] = job.gpus
@@ -166,7 +208,7 @@ def _submit(sched: Scheduler, job: JobRecord, policy: Policy) -> list[str]:
         # interleave in the queue, as they do on a real cluster.
         created = _EPOCH + timedelta(seconds=job.submit + k / 1000)
         pod = Pod(
-            metadata=ObjectMeta(name=f"{job.name}-{k}", namespace=ns, creation_timestamp=created),
+            metadata=ObjectMeta(name=f"{name}-{k}", namespace=ns, creation_timestamp=created),
             spec=PodSpec(
                 containers=[Container(name="main", resources=ResourceRequirements(requests=requests))],
                 scheduling_group=group,
