@@ -14,22 +14,24 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
+import msgspec
 import numpy as np
 
 from phalanx.api.models import (
     Container,
     GangSchedulingPolicy,
+    Job,
+    JobSpec,
     Node,
     ObjectMeta,
-    Pod,
     PodGroup,
     PodGroupSchedulingPolicy,
-    PodGroupSpec,
-    PodSchedulingGroup,
     PodSpec,
+    PodTemplateSpec,
     ResourceRequirements,
     Toleration,
 )
+from phalanx.controllers.job import reconcile_job
 from phalanx.scheduling.config import SchedulerConfig, TopologyArgs, default_profile
 from phalanx.scheduling.scheduler import Scheduler
 from phalanx.sim.workload import BLOCK, HOSTNAME, RACK, JobRecord
@@ -37,6 +39,7 @@ from phalanx.sim.workload import BLOCK, HOSTNAME, RACK, JobRecord
 __all__ = ["POLICIES", "JobRun", "Policy", "Sample", "SimulationResult", "simulate"]
 
 _COMPLETE, _ARRIVE = 0, 1
+_NS = "sim"
 _EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 GPU = "nvidia.com/gpu"
 
@@ -79,6 +82,7 @@ class JobRun:
     pods: list[str]
     start: float | None = None
     end: float | None = None
+    group: str | None = None  # its PodGroup's key, when it has one
     restarts: int = 0  # times preemption evicted it and it started over
     lost_gpu_seconds: float = 0.0  # GPU time of runs that preemption cut short
 
@@ -135,7 +139,7 @@ def simulate(
                 if progress:
                     progress(1)
             else:
-                runs[i].pods = _submit(sched, jobs[i], policy, runs[i].restarts)
+                runs[i].pods = _submit(sched, runs[i], policy)
                 owner.update((k, i) for k in runs[i].pods)
                 waiting.add(i)
         sched.run()
@@ -168,56 +172,69 @@ def _restart(sched: Scheduler, run: JobRun, now: float, policy: Policy) -> None:
         run.lost_gpu_seconds += (now - run.start) * run.job.gpus * run.job.pods
     for key in run.pods:
         sched.delete_pod(key)
-    if policy.gang and run.job.pods > 1:
-        sched.delete_pod_group(f"sim/{_group_name(run.job, run.restarts)}")
+    if run.group:
+        sched.delete_pod_group(run.group)
     run.start = None
     run.restarts += 1
-    run.pods = _submit(sched, run.job, policy, run.restarts)
+    run.pods = _submit(sched, run, policy)
 
 
 def _group_name(job: JobRecord, attempt: int) -> str:
     return job.name if attempt == 0 else f"{job.name}-r{attempt}"
 
 
-def _submit(sched: Scheduler, job: JobRecord, policy: Policy, attempt: int = 0) -> list[str]:
-    """Create the job's objects: its pods and, for a gang policy and a multi-pod job, a PodGroup. A restarted job
-    gets new names (``-r<attempt>``), as a recreated Job's pods would."""
-    ns = "sim"
-    group = None
-    name = _group_name(job, attempt)
-    if policy.gang and job.pods > 1:
-        notes = {}
-        if policy.topology and job.topology:
-            mode, _, key = job.topology.partition(":")
-            notes[f"scheduling.phalanx.dev/topology-{mode}"] = key
-        pg = PodGroup(
-            metadata=ObjectMeta(name=name, namespace=ns, annotations=notes),
-            spec=PodGroupSpec(
-                scheduling_policy=PodGroupSchedulingPolicy(gang=GangSchedulingPolicy(min_count=job.gang)),
-                priority=job.priority,  # workload-aware preemption ranks groups by the PodGroup's priority
-            ),
-        )
-        sched.add_pod_group(pg)
-        group = PodSchedulingGroup(pod_group_name=name)
+def _submit(sched: Scheduler, run: JobRun, policy: Policy) -> list[str]:
+    """Create the job as a batch/v1 Indexed Job and let the Job controller (the one ``schedule`` runs) make its
+    pods and, for a multi-pod job, its Workload and PodGroup. The trace's priority, minCount and topology go on
+    the PodGroup. ``pod-by-pod`` models a cluster without the Workload API: no PodGroup, pods on their own. A
+    restarted job is a new Job (``-r<n>``), as a controller recreating it would make."""
+    job = run.job
+    name = _group_name(job, run.restarts)
     requests: dict[str, str | int | float] = {"cpu": job.cpu, "memory": job.memory}
     if job.gpus:
         requests[GPU] = job.gpus
+    template = PodSpec(
+        containers=[Container(name="main", resources=ResourceRequirements(requests=requests))],
+        priority=job.priority,
+        tolerations=[Toleration(operator="Exists")],
+    )
+    created = _EPOCH + timedelta(seconds=job.submit)
+    batch = Job(
+        metadata=ObjectMeta(name=name, namespace=_NS, creation_timestamp=created),
+        spec=JobSpec(
+            parallelism=job.pods,
+            completions=job.pods,
+            completion_mode="Indexed",
+            template=PodTemplateSpec(spec=template),
+        ),
+    )
+    out = reconcile_job(batch, [], [], [])
+    run.group = None
+    if out.pod_group is not None and policy.name != "pod-by-pod":
+        sched.add_pod_group(_with_trace_intent(out.pod_group, job, policy))
+        run.group = f"{_NS}/{out.pod_group.metadata.name}"
     keys = []
-    for k in range(job.pods):
-        # Controllers create a job's pods one after another, a millisecond apart: jobs arriving together
-        # interleave in the queue, as they do on a real cluster.
-        created = _EPOCH + timedelta(seconds=job.submit + k / 1000)
-        pod = Pod(
-            metadata=ObjectMeta(name=f"{name}-{k}", namespace=ns, creation_timestamp=created),
-            spec=PodSpec(
-                containers=[Container(name="main", resources=ResourceRequirements(requests=requests))],
-                scheduling_group=group,
-                priority=job.priority,
-                tolerations=[Toleration(operator="Exists")],
-            ),
-        )
-        keys.append(sched.add_pod(pod).key)
+    for k, pod in enumerate(out.pods):
+        # The controller creates a job's pods one after another (a millisecond apart here): jobs that arrive
+        # together interleave in the queue, as on a real cluster.
+        meta = msgspec.structs.replace(pod.metadata, creation_timestamp=created + timedelta(milliseconds=k))
+        spec = pod.spec if run.group else msgspec.structs.replace(pod.spec, scheduling_group=None)
+        keys.append(sched.add_pod(msgspec.structs.replace(pod, metadata=meta, spec=spec)).key)
     return keys
+
+
+def _with_trace_intent(pg: PodGroup, job: JobRecord, policy: Policy) -> PodGroup:
+    notes = dict(pg.metadata.annotations)
+    if policy.topology and job.topology:
+        mode, _, key = job.topology.partition(":")
+        notes[f"scheduling.phalanx.dev/topology-{mode}"] = key
+    assert pg.spec is not None
+    policy_spec = pg.spec.scheduling_policy
+    if job.min_count and job.min_count != job.pods:
+        policy_spec = PodGroupSchedulingPolicy(gang=GangSchedulingPolicy(min_count=job.min_count))
+    # Workload-aware preemption ranks groups by the PodGroup's priority, which admission resolves.
+    spec = msgspec.structs.replace(pg.spec, scheduling_policy=policy_spec, priority=job.priority)
+    return msgspec.structs.replace(pg, metadata=msgspec.structs.replace(pg.metadata, annotations=notes), spec=spec)
 
 
 def _sample(
