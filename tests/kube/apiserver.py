@@ -330,6 +330,9 @@ class Handler(BaseHTTPRequestHandler):
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Transfer-Encoding", "chunked")
+        # The connection is closed when the watch ends: say so, or the client may reuse it for its next request
+        # and lose that request to the close (a race that made tests flaky).
+        self.send_header("Connection", "close")
         self.end_headers()
         try:
             if rv + 1 < store.oldest:
