@@ -72,6 +72,16 @@ class _Cycle:
     members: list[PodInfo]
     quorum: int | None  # None: any placed member is enough (basic policy, or GangScheduling disabled)
     bound: int
+    _room: tuple[tuple[int, int], IntArray] | None = None
+
+    def room(self) -> IntArray:
+        """Slots for the first member's shape on every node, computed once per state of the node table: domain
+        evaluation, narrowing and tie-breaks of one cycle all read the same numbers."""
+        table = self.s.state.table
+        version = (table.changes_base, len(table.changes))
+        if self._room is None or self._room[0] != version:
+            self._room = (version, tas.slots(self.profile, self.members[0], table))
+        return self._room[1]
 
     def reached(self, placed: int) -> bool:
         if self.quorum is None:
@@ -337,7 +347,7 @@ def _evaluate_all(c: _Cycle, key: str, candidates: list[tas.Domain]) -> list[_Ev
     """How many members fit in each domain: counted from slots (one vector pass for all domains) when that is
     exact, else by running the cycle in each domain."""
     table = c.s.state.table
-    free = tas.per_domain(table, key, tas.slots(c.profile, c.members[0], table))
+    free = tas.per_domain(table, key, c.room())
     exact = tas.per_node_only(c.profile, c.members[0], table) and not _heterogeneous(c.members)
     out = []
     for dom in candidates:
@@ -374,7 +384,7 @@ def _parent_spare(c: _Cycle, feasible: list[_Evaluation]) -> dict[int, tuple[int
     key = feasible[0].domain.key
     coarser = levels[: levels.index(key)][::-1] if key in levels else []
     table = c.s.state.table
-    room = tas.slots(c.profile, c.members[0], table) if coarser else None
+    room = c.room() if coarser else None
     out: dict[int, tuple[int, ...]] = {}
     free_by_level = {lvl: tas.per_domain(table, lvl, room) for lvl in coarser} if room is not None else {}
     for e in feasible:
@@ -399,7 +409,7 @@ def _narrow(c: _Cycle, chosen: _Evaluation) -> BoolArray:
     ):
         return within
     table = c.s.state.table
-    room = tas.slots(c.profile, c.members[0], table)
+    room = c.room()
     need = chosen.count
     for key in levels[levels.index(chosen.domain.key) + 1 :]:
         free = tas.per_domain(table, key, np.where(within, room, 0))
