@@ -19,6 +19,7 @@ from typing import Any, TextIO
 import msgspec
 import yaml
 
+from phalanx.api import dra
 from phalanx.api import models as m
 from phalanx.api.errors import FieldError, InputError, Problem, Source
 from phalanx.api.gcpause import paused_gc
@@ -38,8 +39,18 @@ KINDS: dict[tuple[str, str], type[msgspec.Struct]] = {
     ("scheduling.k8s.io/v1alpha2", "PodGroup"): m.PodGroup,
     ("node.k8s.io/v1", "RuntimeClass"): m.RuntimeClass,
     ("batch/v1", "Job"): m.Job,
+    **{
+        (f"resource.k8s.io/{version}", kind): model
+        for version in ("v1", "v1beta2")
+        for kind, model in (
+            ("DeviceClass", dra.DeviceClass),
+            ("ResourceSlice", dra.ResourceSlice),
+            ("ResourceClaim", dra.ResourceClaim),
+            ("ResourceClaimTemplate", dra.ResourceClaimTemplate),
+        )
+    },
 }
-NAMESPACED = {"Pod", "PodDisruptionBudget", "Workload", "PodGroup", "Job"}
+NAMESPACED = {"Pod", "PodDisruptionBudget", "Workload", "PodGroup", "Job", "ResourceClaim", "ResourceClaimTemplate"}
 _SUFFIXES = (".yaml", ".yml", ".json")
 
 
@@ -62,6 +73,10 @@ class Inventory:
     runtime_classes: list[m.RuntimeClass] = field(default_factory=list)
     jobs: list[m.Job] = field(default_factory=list)
     namespaces: list[m.Namespace] = field(default_factory=list)
+    device_classes: list[dra.DeviceClass] = field(default_factory=list)
+    resource_slices: list[dra.ResourceSlice] = field(default_factory=list)
+    resource_claims: list[dra.ResourceClaim] = field(default_factory=list)
+    resource_claim_templates: list[dra.ResourceClaimTemplate] = field(default_factory=list)
     sources: dict[int, Source] = field(default_factory=dict)
     texts: dict[str, str] = field(default_factory=dict)  # stdin's text, kept to locate lines
     trees: dict[str, list[yaml.Node]] = field(default_factory=dict)  # parsed once per file, only to locate lines
@@ -79,6 +94,10 @@ class Inventory:
         yield from self.runtime_classes
         yield from self.jobs
         yield from self.namespaces
+        yield from self.device_classes
+        yield from self.resource_slices
+        yield from self.resource_claims
+        yield from self.resource_claim_templates
 
 
 _LISTS = {
@@ -91,6 +110,10 @@ _LISTS = {
     m.RuntimeClass: "runtime_classes",
     m.Job: "jobs",
     m.Namespace: "namespaces",
+    dra.DeviceClass: "device_classes",
+    dra.ResourceSlice: "resource_slices",
+    dra.ResourceClaim: "resource_claims",
+    dra.ResourceClaimTemplate: "resource_claim_templates",
 }
 
 

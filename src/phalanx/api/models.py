@@ -49,6 +49,7 @@ __all__ = [
     "PodGroupStatus",
     "PodGroupTemplate",
     "PodGroupTemplateReference",
+    "PodResourceClaimStatus",
     "PodSchedulingGate",
     "PodSchedulingGroup",
     "PodSpec",
@@ -58,6 +59,7 @@ __all__ = [
     "PreferredSchedulingTerm",
     "PriorityClass",
     "Quantity",
+    "ResourceClaimRef",
     "ResourceList",
     "ResourceRequirements",
     "RuntimeClass",
@@ -230,9 +232,17 @@ class Namespace(_Model):
 # --- pods ------------------------------------------------------------------------------------------------------
 
 
+class ResourceClaimRef(_Model):
+    """A container's use of one of the pod's ``spec.resourceClaims`` (optionally one request of it)."""
+
+    name: str = ""
+    request: str = ""
+
+
 class ResourceRequirements(_Model):
     requests: ResourceList = {}
     limits: ResourceList = {}
+    claims: list[ResourceClaimRef] = []
 
 
 class ContainerPort(_Model):
@@ -289,11 +299,17 @@ class PodCondition(_Model):
     message: str = ""
 
 
+class PodResourceClaimStatus(_Model):
+    name: str = ""
+    resource_claim_name: str | None = None
+
+
 class PodStatus(_Model):
     phase: str = ""
     conditions: list[PodCondition] = []
     nominated_node_name: str = ""
     start_time: datetime | None = None
+    resource_claim_statuses: list[PodResourceClaimStatus] = []
 
 
 class Pod(_Model):

@@ -11,8 +11,8 @@ from typing import Any
 
 import msgspec
 
+from phalanx.api import dra, names
 from phalanx.api import models as m
-from phalanx.api import names
 from phalanx.api.errors import FieldError, Problem
 from phalanx.api.gcpause import paused_gc
 from phalanx.api.loader import Inventory, problem_at
@@ -49,6 +49,16 @@ _VALIDATORS: dict[type[msgspec.Struct], Callable[[Any], list[FieldError]]] = {
     m.RuntimeClass: validate_runtime_class,
     m.Job: validate_job,
     m.Namespace: lambda ns: validate_object_meta(ns.metadata, namespaced=False, name_check=names.check_dns_label),
+    dra.DeviceClass: lambda o: validate_object_meta(o.metadata, namespaced=False, name_check=names.check_dns_subdomain),
+    dra.ResourceSlice: lambda o: validate_object_meta(
+        o.metadata, namespaced=False, name_check=names.check_dns_subdomain
+    ),
+    dra.ResourceClaim: lambda o: validate_object_meta(
+        o.metadata, namespaced=True, name_check=names.check_dns_subdomain
+    ),
+    dra.ResourceClaimTemplate: lambda o: validate_object_meta(
+        o.metadata, namespaced=True, name_check=names.check_dns_subdomain
+    ),
 }
 
 

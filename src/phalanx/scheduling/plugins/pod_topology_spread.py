@@ -19,10 +19,10 @@ import msgspec
 import numpy as np
 
 from phalanx.api.models import LabelSelector, Pod, TopologySpreadConstraint
+from phalanx.cluster.node_selector import terms_mask
 from phalanx.cluster.nodes import NodeTable
 from phalanx.cluster.pods import PodInfo
 from phalanx.scheduling.framework import MAX_NODE_SCORE, BoolArray, CycleState, FilterPlugin, IntArray, ScorePlugin
-from phalanx.scheduling.plugins.node_affinity import terms_mask
 from phalanx.scheduling.plugins.pod_selectors import (
     PodCounts,
     PodMatcher,

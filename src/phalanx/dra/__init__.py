@@ -1,0 +1,1 @@
+"""Dynamic Resource Allocation: the structured-parameters allocator, device inventory and claim lifecycle."""
