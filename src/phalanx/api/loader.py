@@ -21,6 +21,7 @@ import yaml
 
 from phalanx.api import dra
 from phalanx.api import models as m
+from phalanx.api.dra_convert import CONVERTERS
 from phalanx.api.errors import FieldError, InputError, Problem, Source
 from phalanx.api.gcpause import paused_gc
 
@@ -41,7 +42,7 @@ KINDS: dict[tuple[str, str], type[msgspec.Struct]] = {
     ("batch/v1", "Job"): m.Job,
     **{
         (f"resource.k8s.io/{version}", kind): model
-        for version in ("v1", "v1beta2")
+        for version in ("v1", "v1beta2", "v1beta1")  # v1beta1 through CONVERTERS
         for kind, model in (
             ("DeviceClass", dra.DeviceClass),
             ("ResourceSlice", dra.ResourceSlice),
@@ -201,11 +202,13 @@ def decode(raws: list[RawObject], texts: dict[str, str] | None = None) -> Invent
     problems: list[Problem] = []
     seen: dict[tuple[str, str, str], Source] = {}
     for raw in raws:
-        model = KINDS.get((str(raw.data.get("apiVersion", "")), str(raw.data.get("kind", ""))))
+        version_kind = (str(raw.data.get("apiVersion", "")), str(raw.data.get("kind", "")))
+        model = KINDS.get(version_kind)
         if model is None:
             continue
+        convert = CONVERTERS.get(version_kind)
         try:
-            obj = msgspec.convert(raw.data, model)
+            obj = msgspec.convert(convert(raw.data) if convert else raw.data, model)
         except msgspec.ValidationError as exc:
             problems.append(_type_problem(raw, exc, inv.texts, inv.trees))
             continue
