@@ -1,0 +1,314 @@
+"""Scoring nodes for pods that ask for whole or fractional GPUs (GPU sharing), as pure functions over node arrays.
+
+The policies (random, bestfit, fgd, phalanx) are the ones the openb fragmentation experiment compares; the DRA
+Score plugin wraps `POLICIES["phalanx"]` and `choose_gpus`. Rows are nodes; higher scores are better.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = [
+    "CHOOSERS",
+    "GPU_MILLI",
+    "POLICIES",
+    "GpuPod",
+    "GpuView",
+    "TargetDistribution",
+    "choose_gpus",
+    "feasible",
+    "fragmentation",
+    "typical_pods",
+]
+
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
+
+GPU_MILLI = 1000  # one whole GPU, as the device's consumable capacity `milli`
+MAX_SPEC_CPU = 128_000.0  # FGD artifact normalisers (spec §4.0)
+MAX_SPEC_GPU = 8_000.0
+
+
+@dataclass
+class GpuView:
+    """The cluster as the scorer sees it; rows are nodes, columns of `gpu_free` are GPU slots (-1: no such GPU)."""
+
+    cpu_free: IntArray  # (n,) milli-CPU
+    mem_free: IntArray  # (n,) MiB
+    gpu_free: IntArray  # (n, G) free milli per GPU slot
+    model: IntArray  # (n,) GPU model code
+
+
+@dataclass(frozen=True)
+class GpuPod:
+    """What a pod asks for: `gpu_milli` is the per-GPU share (1000 for whole GPUs), `models` the acceptable models."""
+
+    cpu: int
+    mem: int
+    num_gpu: int
+    gpu_milli: int
+    models: frozenset[int] | None = None
+
+    @property
+    def sharing(self) -> bool:
+        return self.num_gpu == 1 and 0 < self.gpu_milli < GPU_MILLI
+
+    @property
+    def total_milli(self) -> int:
+        return self.num_gpu * self.gpu_milli
+
+
+@dataclass(frozen=True)
+class TargetDistribution:
+    """The pod shapes a scorer expects to come (FGD's "typical pods"): one row per shape, probabilities sum to 1."""
+
+    cpu: IntArray  # (M,)
+    gpu_milli: IntArray  # (M,) per-GPU milli; 0 for CPU-only shapes
+    num_gpu: IntArray  # (M,)
+    allowed: BoolArray  # (M, models) which GPU models each shape accepts
+    prob: FloatArray  # (M,)
+
+
+def typical_pods(
+    shapes: Sequence[tuple[int, int, int, frozenset[int] | None]], model_count: int, coverage: float = 0.95
+) -> TargetDistribution:
+    """FGD's target: the most frequent (cpu, gpu_milli, num_gpu, models) shapes covering `coverage` of the pods.
+
+    Ties in frequency go to the larger shape (spec §4.6); the kept counts are renormalised to probabilities.
+    """
+    if not shapes:
+        raise ValueError("a target distribution needs at least one pod")
+    counts = Counter(shapes)
+
+    def order(item: tuple[tuple[int, int, int, frozenset[int] | None], int]) -> tuple[object, ...]:
+        (cpu, milli, num, models), count = item
+        return (-count, -cpu, -milli, -num, tuple(sorted(models or ())))
+
+    kept: list[tuple[tuple[int, int, int, frozenset[int] | None], int]] = []
+    total = 0
+    for item in sorted(counts.items(), key=order):
+        kept.append(item)
+        total += item[1]
+        if total >= coverage * len(shapes):
+            break
+    allowed = np.ones((len(kept), model_count), dtype=np.bool_)
+    for i, ((_, _, _, models), _) in enumerate(kept):
+        if models is not None:
+            allowed[i] = False
+            allowed[i, [m for m in models if 0 <= m < model_count]] = True
+    return TargetDistribution(
+        cpu=np.array([s[0] for s, _ in kept], dtype=np.int64),
+        gpu_milli=np.array([s[1] for s, _ in kept], dtype=np.int64),
+        num_gpu=np.array([s[2] for s, _ in kept], dtype=np.int64),
+        allowed=allowed,
+        prob=np.array([c for _, c in kept], dtype=np.float64) / total,
+    )
+
+
+def _model_ok(view: GpuView, pod: GpuPod, rows: IntArray) -> BoolArray:
+    if pod.models is None or pod.num_gpu == 0:
+        return np.ones(len(rows), dtype=np.bool_)
+    return np.isin(view.model[rows], np.fromiter(pod.models, dtype=np.int64, count=len(pod.models)))
+
+
+def feasible(view: GpuView, pod: GpuPod, rows: IntArray | None = None) -> BoolArray:
+    """Which nodes (of `rows`, default all) can host the pod: CPU, memory, model and enough GPU (Filter)."""
+    if rows is None:
+        rows = np.arange(len(view.cpu_free))
+    ok = (view.cpu_free[rows] >= pod.cpu) & (view.mem_free[rows] >= pod.mem) & _model_ok(view, pod, rows)
+    if pod.num_gpu > 0:
+        ok &= (view.gpu_free[rows] >= pod.gpu_milli).sum(axis=1) >= pod.num_gpu
+    return ok
+
+
+def choose_gpus(view: GpuView, pod: GpuPod, row: int) -> list[int]:
+    """The GPU slots the pod takes on node `row`: phalanx's (and best-fit's) rule.
+
+    A sharing pod takes the GPU with the least free milli that still fits it (ties: lowest index), so partly used
+    GPUs fill up before whole ones are broken; a whole-GPU pod takes the lowest-indexed completely free GPUs.
+    """
+    free = view.gpu_free[row]
+    if pod.num_gpu == 0:
+        return []
+    if not pod.sharing:
+        slots = np.flatnonzero(free >= GPU_MILLI)[: pod.num_gpu]
+    else:
+        fits = np.flatnonzero(free >= pod.gpu_milli)
+        slots = fits[np.argsort(free[fits], kind="stable")][:1]
+    if len(slots) < pod.num_gpu:
+        raise ValueError(f"node row {row} cannot host the pod's {pod.num_gpu} GPU(s) of {pod.gpu_milli} milli")
+    return [int(s) for s in slots]
+
+
+def fragmentation(cpu_free: IntArray, gpu_free: IntArray, model: IntArray, target: TargetDistribution) -> FloatArray:
+    """FGD's expected node fragmentation F_n (milli-GPU): idle GPU milli the target shapes cannot use (spec §4.6).
+
+    Shapes: `cpu_free` (...,), `gpu_free` (..., G), `model` (...,); the result has shape (...,).
+    """
+    idle = np.clip(gpu_free, 0, None).sum(axis=-1)
+    usable, count = _usable(gpu_free, target.gpu_milli)
+    hostable = _hostable(count, cpu_free, model, target)
+    return idle - (hostable * usable) @ target.prob  # type: ignore[no-any-return]
+
+
+def _usable(gpu_free: IntArray, milli: IntArray) -> tuple[IntArray, IntArray]:
+    """Per target shape: free milli on GPUs big enough for it, and how many such GPUs ((..., M) each)."""
+    big = (gpu_free[..., None] >= milli) & (milli > 0)
+    return (gpu_free[..., None] * big).sum(axis=-2), big.sum(axis=-2)
+
+
+def _hostable(count: IntArray, cpu_free: IntArray, model: IntArray, target: TargetDistribution) -> BoolArray:
+    return (
+        (count >= target.num_gpu) & (cpu_free[..., None] >= target.cpu) & target.allowed.T[model]
+    )
+
+
+class Score(Protocol):
+    """A policy's node score for `pod` on nodes `rows` (which passed `feasible`); higher is better."""
+
+    def __call__(
+        self,
+        view: GpuView,
+        pod: GpuPod,
+        rows: IntArray,
+        target: TargetDistribution,
+        rng: np.random.Generator | None = None,
+    ) -> FloatArray: ...
+
+
+class Choose(Protocol):
+    """A policy's choice of GPU slots on the chosen node."""
+
+    def __call__(
+        self,
+        view: GpuView,
+        pod: GpuPod,
+        row: int,
+        target: TargetDistribution,
+        rng: np.random.Generator | None = None,
+    ) -> list[int]: ...
+
+
+def _need(rng: np.random.Generator | None) -> np.random.Generator:
+    if rng is None:
+        raise ValueError("the random policy needs a seeded numpy Generator (rng)")
+    return rng
+
+
+def random_score(
+    view: GpuView, pod: GpuPod, rows: IntArray, target: TargetDistribution, rng: np.random.Generator | None = None
+) -> FloatArray:
+    """Random (spec §4.1): one uniformly drawn feasible node scores 100, the others 0."""
+    scores = np.zeros(len(rows))
+    if len(rows):
+        scores[_need(rng).integers(len(rows))] = 100.0
+    return scores
+
+
+def random_gpus(
+    view: GpuView, pod: GpuPod, row: int, target: TargetDistribution, rng: np.random.Generator | None = None
+) -> list[int]:
+    """A sharing pod takes a uniformly drawn GPU among those that fit it; whole GPUs: lowest-indexed free ones."""
+    if not pod.sharing:
+        return choose_gpus(view, pod, row)
+    fits = np.flatnonzero(view.gpu_free[row] >= pod.gpu_milli)
+    return [int(fits[_need(rng).integers(len(fits))])]
+
+
+def bestfit_score(
+    view: GpuView, pod: GpuPod, rows: IntArray, target: TargetDistribution, rng: np.random.Generator | None = None
+) -> FloatArray:
+    """BestFit (spec §4.5): least CPU and GPU left after placement, truncated to an integer as the artifact does."""
+    cpu_left = view.cpu_free[rows] - max(pod.cpu, 100)
+    gpu_left = np.clip(view.gpu_free[rows], 0, None).sum(axis=1) - pod.total_milli
+    raw: FloatArray = np.floor(100.0 * (1.0 - (0.5 * cpu_left / MAX_SPEC_CPU + 0.5 * gpu_left / MAX_SPEC_GPU)))
+    return raw
+
+
+def bestfit_gpus(
+    view: GpuView, pod: GpuPod, row: int, target: TargetDistribution, rng: np.random.Generator | None = None
+) -> list[int]:
+    return choose_gpus(view, pod, row)
+
+
+def _after_sharing(view: GpuView, pod: GpuPod, rows: IntArray) -> tuple[IntArray, BoolArray]:
+    """Every node's GPU vector after placing a sharing pod on each slot in turn: (r, G slot tried, G)."""
+    free = view.gpu_free[rows]
+    g = free.shape[1]
+    after = np.repeat(free[:, None, :], g, axis=1) - pod.gpu_milli * np.eye(g, dtype=np.int64)[None]
+    return after, free >= pod.gpu_milli
+
+
+def fgd_delta(view: GpuView, pod: GpuPod, rows: IntArray, target: TargetDistribution) -> tuple[FloatArray, IntArray]:
+    """Fragmentation growth avoided by placing the pod (F before - F after, milli) and the GPU slot FGD picks.
+
+    For a sharing pod every fitting slot is tried and the lowest-indexed best one kept (spec §4.6, integer score).
+    """
+    cpu, model, free = view.cpu_free[rows], view.model[rows], view.gpu_free[rows]
+    before = fragmentation(cpu, free, model, target)
+    cpu_after = cpu - pod.cpu
+    slot = np.full(len(rows), -1, dtype=np.int64)
+    if pod.sharing:
+        after, fits = _after_sharing(view, pod, rows)
+        per_slot = before[:, None] - fragmentation(cpu_after[:, None], after, model[:, None], target)
+        per_score = np.where(fits, np.floor(100.0 / (1.0 + np.exp(-per_slot / 1000.0))), -np.inf)
+        slot = np.argmax(per_score, axis=1)
+        return per_slot[np.arange(len(rows)), slot], slot
+    if pod.num_gpu > 0:
+        whole = free >= GPU_MILLI
+        take = whole & (np.cumsum(whole, axis=1) <= pod.num_gpu)
+        free = free - GPU_MILLI * take
+    return before - fragmentation(cpu_after, free, model, target), slot
+
+
+def fgd_score(
+    view: GpuView, pod: GpuPod, rows: IntArray, target: TargetDistribution, rng: np.random.Generator | None = None
+) -> FloatArray:
+    """FGD (spec §4.6): ⌊100·sigmoid(ΔF/1000)⌋, least expected fragmentation growth first."""
+    delta, _ = fgd_delta(view, pod, rows, target)
+    return np.floor(100.0 / (1.0 + np.exp(-delta / 1000.0)))
+
+
+def fgd_gpus(
+    view: GpuView, pod: GpuPod, row: int, target: TargetDistribution, rng: np.random.Generator | None = None
+) -> list[int]:
+    """The lowest-indexed GPU with FGD's best integer score for a sharing pod; whole GPUs as `choose_gpus`."""
+    if not pod.sharing:
+        return choose_gpus(view, pod, row)
+    _, slot = fgd_delta(view, pod, np.array([row]), target)
+    return [int(slot[0])]
+
+
+def phalanx_score(
+    view: GpuView, pod: GpuPod, rows: IntArray, target: TargetDistribution, rng: np.random.Generator | None = None
+) -> FloatArray:
+    """phalanx's default GPU scoring (placeholder: FGD's gradient without truncation)."""
+    delta, _ = fgd_delta(view, pod, rows, target)
+    return delta
+
+
+def phalanx_gpus(
+    view: GpuView, pod: GpuPod, row: int, target: TargetDistribution, rng: np.random.Generator | None = None
+) -> list[int]:
+    return choose_gpus(view, pod, row)
+
+
+POLICIES: dict[str, Score] = {
+    "phalanx": phalanx_score,
+    "random": random_score,
+    "bestfit": bestfit_score,
+    "fgd": fgd_score,
+}
+CHOOSERS: dict[str, Choose] = {
+    "phalanx": phalanx_gpus,
+    "random": random_gpus,
+    "bestfit": bestfit_gpus,
+    "fgd": fgd_gpus,
+}
