@@ -2,11 +2,13 @@
 
 Static columns (allocatable, labels, taints, unschedulable) change only when a node changes; usage columns
 (requested, non-zero requested, pod count, host ports) change with every assume/forget. Rows are addressed by a
-dense index; node names sort the rows, so the table does not depend on input order.
+dense index; node names sort the rows, so the table does not depend on input order or on the history of node
+events (``insert``/``delete`` keep the order, so an engine fed events decides like one loaded afresh).
 """
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -115,20 +117,12 @@ class NodeTable:
     def build(cls, nodes: Sequence[Node], resources: ResourceIndex) -> NodeTable:
         ordered = sorted(nodes, key=lambda n: n.metadata.name)
         for node in ordered:
-            for name in node.status.allocatable or node.status.capacity:
-                if name != "pods":
-                    resources.add(name)
+            _add_resources(node, resources)
         n, r = len(ordered), len(resources)
         alloc = np.zeros((n, r), dtype=np.int64)
         max_pods = np.zeros(n, dtype=np.int64)
         for i, node in enumerate(ordered):
-            # kubelet always reports allocatable; fall back to capacity for hand-written snapshots
-            source = node.status.allocatable or node.status.capacity
-            for name, q in source.items():
-                if name == "pods":
-                    max_pods[i] = amount(name, q)
-                else:
-                    alloc[i, resources.column[name]] = amount(name, q)
+            alloc[i], max_pods[i] = _allocatable(node, resources)
         table = cls(
             names=[node.metadata.name for node in ordered],
             resources=resources,
@@ -179,9 +173,108 @@ class NodeTable:
     def ensure_resource(self, name: str) -> int:
         """The column of ``name``, widening the arrays if a pod asks for a resource no node has."""
         col = self.resources.add(name)
+        self._widen()
+        return col
+
+    # --- node events (the engine's add_node, update_node, delete_node) ---------------------------------------------
+
+    def insert(self, node: Node) -> int:
+        """Add a row for ``node`` at its place in name order; returns the row. Rows at and after it shift by one
+        (the caller remaps what it keeps by row). Every cache is invalidated: rows moved."""
+        name = node.metadata.name
+        if name in self.index:
+            raise ValueError(f"node {name} is already in the table")
+        _add_resources(node, self.resources)
+        self._widen()
+        row = bisect.bisect_left(self.names, name)
+        alloc, max_pods = _allocatable(node, self.resources)
+        self.allocatable = np.insert(self.allocatable, row, alloc, axis=0)
+        self.max_pods = np.insert(self.max_pods, row, max_pods)
+        self.unschedulable = np.insert(self.unschedulable, row, node.spec.unschedulable)
+        self.requested = np.insert(self.requested, row, 0, axis=0)
+        self.nonzero_requested = np.insert(self.nonzero_requested, row, 0, axis=0)
+        self.pod_count = np.insert(self.pod_count, row, 0)
+        self.names.insert(row, name)
+        self.labels.insert(row, dict(node.metadata.labels))
+        self.taints.insert(row, tuple(node.spec.taints))
+        self.host_ports.insert(row, [])
+        self.node_pods.insert(row, {})  # the list ClusterState shares: it sees the new row too
+        for group in self.affinity_groups.values():
+            group.count = np.insert(group.count, row, 0)
+        self._rows_moved()
+        return row
+
+    def delete(self, row: int) -> None:
+        """Drop row ``row``, which must hold no pods (the caller removes them first); later rows shift up."""
+        if self.pod_count[row] or self.node_pods[row]:
+            raise ValueError(f"node {self.names[row]} still has pods")
+        self.allocatable = np.delete(self.allocatable, row, axis=0)
+        self.max_pods = np.delete(self.max_pods, row)
+        self.unschedulable = np.delete(self.unschedulable, row)
+        self.requested = np.delete(self.requested, row, axis=0)
+        self.nonzero_requested = np.delete(self.nonzero_requested, row, axis=0)
+        self.pod_count = np.delete(self.pod_count, row)
+        for column in (self.names, self.labels, self.taints, self.host_ports, self.node_pods):
+            del column[row]
+        for group in self.affinity_groups.values():
+            group.count = np.delete(group.count, row)
+        self._rows_moved()
+
+    def update(self, row: int, node: Node) -> bool:
+        """Apply a changed Node to its row; True when something a filter or score reads changed (allocatable,
+        labels, taints, unschedulable), the NodeUpdate that may help unschedulable pods. Static changes bump
+        ``generation``; an allocatable change only touches the row, as a usage change does."""
+        _add_resources(node, self.resources)
+        self._widen()
+        alloc, max_pods = _allocatable(node, self.resources)
+        changed = False
+        if not np.array_equal(alloc, self.allocatable[row]) or max_pods != self.max_pods[row]:
+            self.allocatable[row], self.max_pods[row] = alloc, max_pods
+            self.touch(row)
+            changed = True
+        labels, taints, cordoned = dict(node.metadata.labels), tuple(node.spec.taints), node.spec.unschedulable
+        if labels != self.labels[row] or taints != self.taints[row] or cordoned != self.unschedulable[row]:
+            self.labels[row], self.taints[row], self.unschedulable[row] = labels, taints, cordoned
+            self._static_changed()
+            changed = True
+        return changed
+
+    def _widen(self) -> None:
         width = len(self.resources)
         if self.allocatable.shape[1] < width:
             pad = ((0, 0), (0, width - self.allocatable.shape[1]))
             self.allocatable = np.pad(self.allocatable, pad)
             self.requested = np.pad(self.requested, pad)
-        return col
+
+    def _static_changed(self) -> None:
+        self.generation += 1
+        self._label_columns.clear()
+        self._group_taints()
+
+    def _rows_moved(self) -> None:
+        """Rows were added or removed: the index, label columns and taint groups are rebuilt, and the change log
+        starts over (its row numbers are stale), which invalidates every usage cache."""
+        self.index = {name: i for i, name in enumerate(self.names)}
+        self._static_changed()
+        self.changes.clear()
+        self.changes_base += 1
+
+
+def _add_resources(node: Node, resources: ResourceIndex) -> None:
+    for name in node.status.allocatable or node.status.capacity:
+        if name != "pods":
+            resources.add(name)
+
+
+def _allocatable(node: Node, resources: ResourceIndex) -> tuple[IntArray, int]:
+    """The node's allocatable as a row over ``resources`` (columns already added), and its max pods."""
+    row = np.zeros(len(resources), dtype=np.int64)
+    max_pods = 0
+    # kubelet always reports allocatable; fall back to capacity for hand-written snapshots
+    source = node.status.allocatable or node.status.capacity
+    for name, q in source.items():
+        if name == "pods":
+            max_pods = amount(name, q)
+        else:
+            row[resources.column[name]] = amount(name, q)
+    return row, max_pods

@@ -1,12 +1,13 @@
 """The cluster state the engine schedules against: the node table plus which pod sits where.
 
 Assumed pods (tentative placements of the current cycle) are accounted exactly like bound ones, so later pods of
-the same cycle see them; ``forget`` undoes an assume, ``bind`` makes it permanent.
+the same cycle see them; ``forget`` undoes an assume, ``bind`` makes it permanent. Node events insert or drop a row
+and remap the rows kept here (``placement``); the other per-row lists live in the table and move with it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -74,6 +75,35 @@ class ClusterState:
         t.touch(node)
         for port in pi.host_ports:
             t.host_ports[node].remove(port)
+
+    # --- node events ---------------------------------------------------------------------------------------------
+
+    def add_node(self, node: Node) -> int:
+        """A node appeared: insert its row (name order) and shift the rows of the pods placed after it."""
+        row = self.table.insert(node)
+        self._remap(lambda r: r + 1 if r >= row else r)
+        return row
+
+    def update_node(self, node: Node) -> bool:
+        """A node changed; True when a filter or score may now see it differently (see ``NodeTable.update``)."""
+        row = self.table.index[node.metadata.name]
+        return self.table.update(row, node)
+
+    def delete_node(self, name: str) -> list[PodInfo]:
+        """A node is gone: its pods (bound and assumed) leave the cache with it and are returned, so the caller
+        decides their fate; the rows after it shift up."""
+        row = self.table.index[name]
+        gone = list(self.node_pods[row].values())
+        for pi in gone:
+            self.forget(pi)
+        self.table.delete(row)
+        self._remap(lambda r: r - 1 if r > row else r)
+        return gone
+
+    def _remap(self, move: Callable[[int], int]) -> None:
+        # node_pods is the table's own list, already shifted; only the pod -> row map is ours to fix.
+        for key, r in self.placement.items():
+            self.placement[key] = move(r)
 
     def _occupy(self, pi: PodInfo, node: int) -> None:
         if pi.key in self.placement:

@@ -197,6 +197,43 @@ class Scheduler:
         self.groups.pop(key, None)
         self.conditions.pop(key, None)
 
+    def add_node(self, node: Node) -> None:
+        """A node appeared (an existing name is an update). Pods the input already showed bound to it are
+        accounted on it, and unschedulable pods it may help go back to the active queue (NodeAdd)."""
+        name = node.metadata.name
+        if name in self.state.table.index:
+            self.update_node(node)
+            return
+        row = self.state.add_node(node)
+        for key in sorted(k for k in self.bound_elsewhere if self.pods[k].pod.spec.node_name == name):
+            self.bound_elsewhere.discard(key)
+            self.state.add_bound(self.pods[key], row)
+        self.queue.on_event("NodeAdd")
+
+    def update_node(self, node: Node) -> None:
+        """A node changed: a change of allocatable, labels, taints or unschedulable requeues the pods it may help
+        (NodeUpdate); other changes (status conditions, annotations) cost nothing."""
+        if node.metadata.name not in self.state.table.index:
+            self.add_node(node)
+        elif self.state.update_node(node):
+            self.queue.on_event("NodeUpdate")
+
+    def delete_node(self, name: str) -> list[PodInfo]:
+        """A node is gone, and its pods with it: they leave the cache and are returned, for the caller to decide
+        their fate (the simulator fails and restarts them; on a live cluster the API server deletes them)."""
+        if name not in self.state.table.index:
+            return []
+        gone = self.state.delete_node(name)
+        for pi in gone:
+            self.pods.pop(pi.key, None)
+            self.outcomes.pop(pi.key, None)
+            if pi.group_key:
+                self.members.get(pi.group_key, set()).discard(pi.key)
+        if gone:
+            # Gone pods may have held a spread skew or an anti-affinity term over a domain with other nodes.
+            self.queue.on_event("PodDelete")
+        return gone
+
     # --- PreEnqueue (SchedulingGates, GangScheduling) -------------------------------------------------------------
 
     def _pre_enqueue(self, pi: PodInfo) -> Status:
