@@ -16,6 +16,7 @@ from phalanx.api import models as m
 from phalanx.api.errors import FieldError, Problem
 from phalanx.api.gcpause import paused_gc
 from phalanx.api.loader import Inventory, problem_at
+from phalanx.api.validation.device_class import validate_device_class
 from phalanx.api.validation.job import validate_job
 from phalanx.api.validation.meta import validate_object_meta
 from phalanx.api.validation.node import validate_node
@@ -23,11 +24,14 @@ from phalanx.api.validation.pod import validate_pod
 from phalanx.api.validation.pod_disruption_budget import validate_pod_disruption_budget
 from phalanx.api.validation.pod_group import validate_pod_group
 from phalanx.api.validation.priority_class import validate_priority_class
+from phalanx.api.validation.resource_claim import validate_resource_claim, validate_resource_claim_template
+from phalanx.api.validation.resource_slice import validate_resource_slice
 from phalanx.api.validation.runtime_class import validate_runtime_class
 from phalanx.api.validation.workload import validate_workload
 
 __all__ = [
     "validate",
+    "validate_device_class",
     "validate_job",
     "validate_node",
     "validate_object",
@@ -35,6 +39,9 @@ __all__ = [
     "validate_pod_disruption_budget",
     "validate_pod_group",
     "validate_priority_class",
+    "validate_resource_claim",
+    "validate_resource_claim_template",
+    "validate_resource_slice",
     "validate_runtime_class",
     "validate_workload",
 ]
@@ -49,16 +56,10 @@ _VALIDATORS: dict[type[msgspec.Struct], Callable[[Any], list[FieldError]]] = {
     m.RuntimeClass: validate_runtime_class,
     m.Job: validate_job,
     m.Namespace: lambda ns: validate_object_meta(ns.metadata, namespaced=False, name_check=names.check_dns_label),
-    dra.DeviceClass: lambda o: validate_object_meta(o.metadata, namespaced=False, name_check=names.check_dns_subdomain),
-    dra.ResourceSlice: lambda o: validate_object_meta(
-        o.metadata, namespaced=False, name_check=names.check_dns_subdomain
-    ),
-    dra.ResourceClaim: lambda o: validate_object_meta(
-        o.metadata, namespaced=True, name_check=names.check_dns_subdomain
-    ),
-    dra.ResourceClaimTemplate: lambda o: validate_object_meta(
-        o.metadata, namespaced=True, name_check=names.check_dns_subdomain
-    ),
+    dra.DeviceClass: validate_device_class,
+    dra.ResourceSlice: validate_resource_slice,
+    dra.ResourceClaim: validate_resource_claim,
+    dra.ResourceClaimTemplate: validate_resource_claim_template,
 }
 
 
