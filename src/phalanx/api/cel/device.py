@@ -81,5 +81,5 @@ def device_view(driver: str, attributes: Mapping[str, DeviceAttribute], capacity
         try:
             quantities.setdefault(domain, {})[identifier] = Quantity(parse_quantity(entry.value))
         except QuantityError as error:
-            raise CelError(f"capacity {name}: {error}") from None
+            raise CelError(f"capacity {name}: quantities {error}") from None
     return DeviceView(driver, grouped, quantities, allow_multiple_allocations)
