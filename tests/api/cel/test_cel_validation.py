@@ -39,7 +39,9 @@ def test_too_long_expression() -> None:
 
 def test_too_complex_expression() -> None:
     # Four nested comprehensions over attribute maps (32 entries each): 32^4 iterations exceed 1,000,000.
-    nested = "device.attributes.all(a, device.attributes.all(b, device.attributes.all(c, device.attributes.all(d, true))))"
+    nested = (
+        "device.attributes.all(a, device.attributes.all(b, device.attributes.all(c, device.attributes.all(d, true))))"
+    )
     assert check_selector(nested) == ["too complex, exceeds cost limit"]
     assert check_selector("device.attributes.all(a, device.attributes.all(b, true))") == []
 
@@ -53,7 +55,7 @@ def test_device_view_groups_names_by_domain() -> None:
 
 
 def test_device_view_rejects_a_version_that_is_not_semver() -> None:
-    with pytest.raises(CelError, match="attribute driverVersion: parse semantic version: invalid semver: 580.95"):
+    with pytest.raises(CelError, match=r"attribute driverVersion: parse semantic version: invalid semver: 580\.95"):
         device_view("gpu.nvidia.com", {"driverVersion": DeviceAttribute(version="580.95")}, {}, False)
 
 
