@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from phalanx.api import dra
+from phalanx.api import models as m
 
 from api_cases import DNS_LABEL, DNS_SUBDOMAIN, QUANTITY, Case, errors_of, params
 from dra_objects import EIGHT_H100, PREFER_H200, cel
@@ -332,3 +333,85 @@ def test_resource_claim(case: Case) -> None:
 @pytest.mark.parametrize("case", params(TEMPLATE_CASES))
 def test_resource_claim_template(case: Case) -> None:
     assert errors_of(dra.ResourceClaimTemplate, EIGHT_H100, case.patch) == case.want
+
+
+POD: dict[str, Any] = {
+    "metadata": {"name": "p", "namespace": "ml"},
+    "spec": {
+        "containers": [{"name": "c"}],
+        "resourceClaims": [
+            {"name": "gpus", "resourceClaimTemplateName": "eight-h100"},
+            {"name": "nic", "resourceClaimName": "nic-0"},
+        ],
+    },
+}
+
+
+def claim_refs(*refs: dict[str, str], init: bool = False) -> dict[str, Any]:
+    ctr = {"name": "i" if init else "c", "resources": {"claims": list(refs)}}
+    return {"spec": {"initContainers": [ctr]} if init else {"containers": [ctr]}}
+
+
+POD_CASES = [
+    Case("containers use the pod's claims", claim_refs({"name": "gpus"}, {"name": "nic", "request": "port"})),
+    Case(
+        "container claim refs: unknown name, empty name, bad request, duplicates",
+        claim_refs(
+            {"name": "gpu"}, {"name": ""}, {"name": "gpus", "request": "Port_1"}, {"name": "gpus"}, {"name": "gpus"}
+        ),
+        [
+            'spec.containers[0].resources.claims[0]: Not found: "gpu": must be one of the names in '
+            "pod.spec.resourceClaims: gpus, nic",
+            "spec.containers[0].resources.claims[1]: Required value",
+            f'spec.containers[0].resources.claims[2].request: Invalid value: "Port_1": {DNS_LABEL}',
+            'spec.containers[0].resources.claims[4]: Duplicate value: "gpus"',
+        ],
+    ),
+    Case(
+        "init container claim refs without pod claims",
+        {
+            "spec": {
+                "initContainers": [{"name": "i", "resources": {"claims": [{"name": "gpus"}]}}],
+                "resourceClaims": [],
+            }
+        },
+        [
+            'spec.initContainers[0].resources.claims[0]: Not found: "gpus": must be one of the names in '
+            "pod.spec.resourceClaims which is empty"
+        ],
+    ),
+    Case(
+        "same claim, different requests",
+        claim_refs({"name": "nic", "request": "a"}, {"name": "nic", "request": "b"}, {"name": "nic", "request": "a"}),
+        ['spec.containers[0].resources.claims[2]: Duplicate value: "nic/a"'],
+    ),
+    Case(
+        "pod-level resources claims",
+        {"spec": {"resources": {"claims": [{"name": "fpga"}]}}},
+        ['spec.resources.claims[0]: Not found: "fpga": must be one of the names in pod.spec.resourceClaims: gpus, nic'],
+    ),
+    Case(
+        "status claim statuses",
+        {
+            "status": {
+                "resourceClaimStatuses": [
+                    {"name": "gpus", "resourceClaimName": "p-gpus-x7k2"},
+                    {"name": "nic"},
+                    {"name": "gpus", "resourceClaimName": "P_GPUS"},
+                    {"name": "tpu"},
+                ]
+            }
+        },
+        [
+            'status.resourceClaimStatuses[2].name: Duplicate value: "gpus"',
+            f'status.resourceClaimStatuses[2].name: Invalid value: "P_GPUS": {DNS_SUBDOMAIN}',
+            'status.resourceClaimStatuses[3].name: Invalid value: "tpu": must match the name of an entry in '
+            "`spec.resourceClaims`",
+        ],
+    ),
+]
+
+
+@pytest.mark.parametrize("case", params(POD_CASES))
+def test_pod_claim_references(case: Case) -> None:
+    assert errors_of(m.Pod, POD, case.patch) == case.want

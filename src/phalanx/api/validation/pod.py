@@ -30,8 +30,9 @@ _CONTAINER_RESTART_POLICIES = ("Always", "Never", "OnFailure")
 
 
 def validate_pod(pod: m.Pod) -> list[FieldError]:
-    """Every problem with a Pod, as kube-apiserver reports them on create."""
-    return validate_object_meta(pod.metadata, namespaced=True) + _validate_spec(pod.spec)
+    """Every problem with a Pod, as kube-apiserver reports them on create (status as on its update)."""
+    errs = validate_object_meta(pod.metadata, namespaced=True) + _validate_spec(pod.spec)
+    return errs + _validate_claim_statuses(pod.status.resource_claim_statuses, _claim_names(pod.spec))
 
 
 def _validate_spec(spec: m.PodSpec) -> list[FieldError]:
@@ -39,11 +40,14 @@ def _validate_spec(spec: m.PodSpec) -> list[FieldError]:
     if not spec.containers:
         errs.append(FieldError.required("spec.containers"))
     seen: set[str] = set()
-    errs += _validate_containers(spec.containers, "spec.containers", seen, spec.host_network, init=False)
-    errs += _validate_containers(spec.init_containers, "spec.initContainers", seen, spec.host_network, init=True)
+    claims = _claim_names(spec)
+    errs += _validate_containers(spec.containers, "spec.containers", seen, spec.host_network, init=False, claims=claims)
+    errs += _validate_containers(
+        spec.init_containers, "spec.initContainers", seen, spec.host_network, init=True, claims=claims
+    )
     errs += _host_port_conflicts(spec.containers)
     errs += validate_overhead(spec.overhead, "spec.overhead")
-    errs += _validate_pod_resources(spec.resources)
+    errs += _validate_pod_resources(spec.resources, claims)
     errs += validate_labels(spec.node_selector, "spec.nodeSelector")
     errs += _validate_affinity(spec.affinity)
     errs += _validate_tolerations(spec.tolerations)
@@ -61,7 +65,7 @@ def _validate_spec(spec: m.PodSpec) -> list[FieldError]:
 _POD_LEVEL_RESOURCES = ["cpu", "memory"]
 
 
-def _validate_pod_resources(res: m.ResourceRequirements | None) -> list[FieldError]:
+def _validate_pod_resources(res: m.ResourceRequirements | None, claims: set[str]) -> list[FieldError]:
     """Pod-level resources (PodLevelResources): cpu, memory and hugepages only, with the container rules."""
     if res is None:
         return []
@@ -71,7 +75,8 @@ def _validate_pod_resources(res: m.ResourceRequirements | None) -> list[FieldErr
             if name not in _POD_LEVEL_RESOURCES and not name.startswith("hugepages-"):
                 path = f"spec.resources.{kind}[{name}]"
                 errs.append(FieldError.unsupported(path, name, [*_POD_LEVEL_RESOURCES, "hugepages-*"]))
-    return errs + validate_container_resources(res, "spec.resources")
+    errs += validate_container_resources(res, "spec.resources")
+    return errs + _validate_claim_refs(res.claims, "spec.resources.claims", claims)
 
 
 def validate_preemption_policy(path: str, policy: str | None) -> list[FieldError]:
@@ -84,7 +89,7 @@ def validate_preemption_policy(path: str, policy: str | None) -> list[FieldError
 
 
 def _validate_containers(
-    containers: list[m.Container], path: str, seen: set[str], host_network: bool, init: bool
+    containers: list[m.Container], path: str, seen: set[str], host_network: bool, init: bool, claims: set[str]
 ) -> list[FieldError]:
     """Containers of one list; ``seen`` carries names across lists, since they share one namespace."""
     errs: list[FieldError] = []
@@ -96,6 +101,7 @@ def _validate_containers(
         seen.add(ctr.name)
         errs += _validate_ports(ctr.ports, f"{at}.ports", host_network)
         errs += validate_container_resources(ctr.resources, f"{at}.resources")
+        errs += _validate_claim_refs(ctr.resources.claims, f"{at}.resources.claims", claims)
         errs += _validate_restart_policy(ctr.restart_policy, f"{at}.restartPolicy", init)
     return errs
 
@@ -266,4 +272,49 @@ def _validate_resource_claims(raw: list[dict[str, Any]]) -> list[FieldError]:
         for k, v in sources.items():
             if v is not None:
                 errs += f.dns_subdomain(f"{at}.{k}", v)
+    return errs
+
+
+def _claim_names(spec: m.PodSpec) -> set[str]:
+    """The names of ``spec.resourceClaims`` (kept as written; entries of the wrong shape have no name)."""
+    return {c["name"] for c in spec.resource_claims if isinstance(c, dict) and isinstance(c.get("name"), str)}
+
+
+def _validate_claim_refs(refs: list[m.ResourceClaimRef], path: str, claims: set[str]) -> list[FieldError]:
+    """``resources.claims``: each names a pod claim (optionally one request of it), no (name, request) twice."""
+    errs: list[FieldError] = []
+    seen: set[str] = set()
+    for i, ref in enumerate(refs):
+        at = f"{path}[{i}]"
+        if not ref.name:
+            errs.append(FieldError.required(at))
+            continue
+        key = ref.name
+        if ref.request:
+            errs += f.dns_label(f"{at}.request", ref.request)
+            key += "/" + ref.request
+        if key in seen:
+            errs.append(FieldError.duplicate(at, key))
+        seen.add(key)
+        if ref.name not in claims:
+            listed = ": " + ", ".join(sorted(claims)) if claims else " which is empty"
+            detail = "must be one of the names in pod.spec.resourceClaims" + listed
+            errs.append(FieldError(at, f'Not found: "{ref.name}": {detail}'))
+    return errs
+
+
+def _validate_claim_statuses(statuses: list[m.PodResourceClaimStatus], claims: set[str]) -> list[FieldError]:
+    errs: list[FieldError] = []
+    seen: set[str] = set()
+    for i, status in enumerate(statuses):
+        at = f"status.resourceClaimStatuses[{i}].name"
+        if status.name not in claims:
+            detail = "must match the name of an entry in `spec.resourceClaims`"
+            errs.append(FieldError.invalid(at, status.name, detail))
+        if status.name in seen:
+            errs.append(FieldError.duplicate(at, status.name))
+        seen.add(status.name)
+        if status.resource_claim_name is not None:
+            # kube-apiserver reports a bad generated name on the entry's name field.
+            errs += f.dns_subdomain(at, status.resource_claim_name)
     return errs
