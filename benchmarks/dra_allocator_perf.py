@@ -156,7 +156,7 @@ def list_attributes_stress() -> Shape:
     devices = []
     for i in range(64):
         kind = "other" if i < 32 else "gpu"
-        values = list(range(i, i + 46)) + [1000]  # 47 values, 1000 shared by every device
+        values = [*range(i, i + 46), 1000]  # 47 values, 1000 shared by every device
         devices.append({"name": f"device-{i}", "attributes": {"kind": {"string": kind}, "links": {"ints": values}}})
     requests = [_request(f"req-{r}", 1, f'device.attributes["{DRIVER}"].kind == "gpu"') for r in range(32)]
     claim = _claim("claim", requests, [{"matchAttribute": f"{DRIVER}/links"}])
@@ -203,7 +203,8 @@ def run(shape: Shape, repeat: int, mods: dict[str, Any]) -> str:
     steps = getattr(stats, "steps", getattr(stats, "search_steps", "-"))
     calls = getattr(stats, "calls", "-")
     check = "" if shape.expect_solution is None or (outcome == "solution") == shape.expect_solution else "  UNEXPECTED"
-    return f"{shape.name:<62} {len(times):>6} {statistics.median(times):>8.2f} {p99:>8.2f} {times[-1]:>8.2f} {calls!s:>8} {steps!s:>10}  {outcome}{check}"
+    cells = f"{len(times):>6} {statistics.median(times):>8.2f} {p99:>8.2f} {times[-1]:>8.2f}"
+    return f"{shape.name:<62} {cells} {calls!s:>8} {steps!s:>10}  {outcome}{check}"
 
 
 def main(argv: list[str] | None = None) -> int:
