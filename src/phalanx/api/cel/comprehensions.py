@@ -146,7 +146,10 @@ def _optional_map(names: tuple[str, ...], source: Plan, body: Plan, flat: bool) 
 
 
 def plan_comprehension(planner: Planner, node: Comprehension, scope: Mapping[str, str]) -> Typed:
-    source, _ = planner.plan(node.range, scope)
+    source, source_type = planner.plan(node.range, scope)
+    if node.kind == "bind":
+        body_plan, body_type = planner.plan(node.args[0], {**scope, node.variables[0]: source_type})
+        return _bind(node.variables, source, body_plan), body_type
     inner = {**scope, **dict.fromkeys(node.variables, "dyn")}
     bodies = [planner.plan(arg, inner) for arg in node.args]
     plans = [plan for plan, _ in bodies]
@@ -160,8 +163,4 @@ def plan_comprehension(planner: Planner, node: Comprehension, scope: Mapping[str
         return _map(names, source, transform, keep), "list"
     if kind == "filter":
         return _filter(names, source, plans[0]), "list"
-    if kind == "bind":
-        _, init_type = planner.plan(node.range, scope)
-        body_plan, body_type = planner.plan(node.args[0], {**scope, names[0]: init_type})
-        return _bind(names, source, body_plan), body_type
     return _optional_map(names, source, plans[0], flat=kind == "optFlatMap"), "optional_type"
