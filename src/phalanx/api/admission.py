@@ -1,8 +1,12 @@
-"""Admission mutations the API server applies to pods before the scheduler sees them.
+"""Admission the API server applies before the scheduler sees an object: pod mutations, and the DRA admin-access
+rule that needs Namespace objects.
 
 RuntimeClass admission (``node.k8s.io/v1``): a pod naming a RuntimeClass gets the class's ``overhead.podFixed``
 as its ``spec.overhead`` and the class's ``scheduling`` node selector and tolerations merged into its own. A
 snapshot taken from a cluster already carries these; a hand-written one gets them here.
+
+DRA admin access (``resource.k8s.io``, GA in v1.36): a claim or template whose request sets ``adminAccess: true``
+is only admitted in a namespace labelled ``resource.kubernetes.io/admin-access: "true"``.
 """
 
 from __future__ import annotations
@@ -11,9 +15,13 @@ from collections.abc import Iterable
 
 import msgspec
 
-from phalanx.api.models import Pod, RuntimeClass
+from phalanx.api.dra import ResourceClaim, ResourceClaimTemplate
+from phalanx.api.errors import FieldError
+from phalanx.api.models import Namespace, Pod, RuntimeClass
 
-__all__ = ["AdmissionError", "RuntimeClasses"]
+__all__ = ["ADMIN_ACCESS_LABEL", "AdmissionError", "RuntimeClasses", "admin_access_allowed", "admin_access_problems"]
+
+ADMIN_ACCESS_LABEL = "resource.kubernetes.io/admin-access"
 
 
 class AdmissionError(ValueError):
@@ -54,3 +62,33 @@ class RuntimeClasses:
             tolerations += [t for t in rc.scheduling.tolerations if t not in tolerations]
         new_spec = msgspec.structs.replace(spec, overhead=overhead, node_selector=selector, tolerations=tolerations)
         return msgspec.structs.replace(pod, spec=new_spec)
+
+
+def admin_access_problems(
+    claim: ResourceClaim | ResourceClaimTemplate, namespaces: Iterable[Namespace]
+) -> list[FieldError]:
+    """Why the API server would refuse ``claim`` for its admin-access requests, or nothing. A namespace missing
+    from ``namespaces`` refuses too: admin access bypasses device accounting, so it fails closed."""
+    spec = claim.spec.spec if isinstance(claim, ResourceClaimTemplate) else claim.spec
+    requested = [
+        i for i, r in enumerate(spec.devices.requests) if r.exactly is not None and r.exactly.admin_access is True
+    ]
+    if not requested:
+        return []
+    # kube-apiserver names the first such request, without ``exactly`` in the path, for claims and templates alike.
+    path = f"spec.devices.requests[{requested[0]}].adminAccess"
+    name = claim.metadata.namespace
+    labels = next((ns.metadata.labels for ns in namespaces if ns.metadata.name == name), None)
+    if labels is None:
+        return [
+            FieldError.forbidden(path, f"namespace {name} is not in the snapshot, so admin access cannot be verified")
+        ]
+    if labels.get(ADMIN_ACCESS_LABEL) != "true":
+        detail = f"admin access to devices requires the `{ADMIN_ACCESS_LABEL}: true` label on the containing namespace"
+        return [FieldError.forbidden(path, detail)]
+    return []
+
+
+def admin_access_allowed(claim: ResourceClaim | ResourceClaimTemplate, namespaces: Iterable[Namespace]) -> bool:
+    """Whether the API server admits ``claim``'s admin-access requests (true when it has none)."""
+    return not admin_access_problems(claim, namespaces)
