@@ -466,6 +466,26 @@ CLASS_CASES = [
         ["spec.config: Too many: 33: must have at most 32 items"],
     ),
     Case(
+        "CEL: compile error, not bool, too expensive",
+        {
+            "spec": {
+                "selectors": [
+                    cel("1 + 2"),
+                    cel("device.driver =="),
+                    cel("device.attributes.all(d, device.attributes.all(e, device.attributes.all(f, d == f)))"),
+                ]
+            }
+        },
+        [
+            'spec.selectors[0].cel.expression: Invalid value: "1 + 2": must evaluate to bool or the unknown type, '
+            "not int",
+            'spec.selectors[1].cel.expression: Invalid value: "device.driver ==": compilation failed: ERROR: '
+            "<input>:1:17: Syntax error: mismatched input '<EOF>' expecting <expression>\n | device.driver ==\n"
+            " | ................^",
+            "spec.selectors[2].cel.expression: Forbidden: too complex, exceeds cost limit",
+        ],
+    ),
+    Case(
         "extended resource name",
         {"spec": {"extendedResourceName": "gpu"}},
         ['spec.extendedResourceName: Invalid value: "gpu": must be a valid extended resource name'],

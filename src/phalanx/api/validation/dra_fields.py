@@ -14,13 +14,13 @@ from typing import TypeVar
 import msgspec
 
 from phalanx.api import dra, names
+from phalanx.api.cel import check_selector
 from phalanx.api.errors import FieldError
 from phalanx.api.validation import fields as f
 
 __all__ = [
     "DRIVER_NAME_MAX_LENGTH",
     "TAINT_EFFECTS",
-    "check_cel",
     "too_long",
     "validate_binding_conditions",
     "validate_driver_name",
@@ -42,6 +42,7 @@ _TOLERATIONS_MAX = 16
 _BINDING_CONDITIONS_MAX = 4
 _CEL_MAX_LENGTH = 10 * 1024
 _PARAMETERS_MAX_LENGTH = 10 * 1024
+_TOO_COMPLEX = "too complex, exceeds cost limit"
 TAINT_EFFECTS = ("NoExecute", "NoSchedule", "None")  # sorted, as kube-apiserver lists them
 
 _C_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -137,16 +138,6 @@ def validate_full_qualified_name(path: str, name: str) -> list[FieldError]:
 # --- selectors and configuration ---------------------------------------------------------------------------------
 
 
-def check_cel(expression: str) -> list[str]:
-    """The problems of one CEL selector, from :mod:`phalanx.api.cel`; none when that package is not there yet."""
-    try:
-        from phalanx.api.cel import check_selector  # type: ignore[attr-defined,unused-ignore]
-    except ImportError:
-        return []
-    problems: list[str] = check_selector(expression)
-    return problems
-
-
 def _validate_selector(path: str, selector: dra.DeviceSelector) -> list[FieldError]:
     if selector.cel is None:
         return [FieldError.required(f"{path}.cel")]
@@ -156,7 +147,11 @@ def _validate_selector(path: str, selector: dra.DeviceSelector) -> list[FieldErr
         return [too_long(at, _CEL_MAX_LENGTH)]  # not worth compiling
     if not expression:
         return [FieldError.required(at, "expression must not be empty")]
-    return [FieldError.invalid(at, expression, msg) for msg in check_cel(expression)]
+    # The cost rule is a Forbidden in kube-apiserver; compile problems are Invalid.
+    return [
+        FieldError.forbidden(at, msg) if msg == _TOO_COMPLEX else FieldError.invalid(at, expression, msg)
+        for msg in check_selector(expression)
+    ]
 
 
 def validate_selectors(path: str, selectors: list[dra.DeviceSelector]) -> list[FieldError]:
