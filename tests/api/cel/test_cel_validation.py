@@ -62,3 +62,17 @@ def test_device_view_rejects_a_version_that_is_not_semver() -> None:
 def test_device_view_rejects_a_bad_capacity() -> None:
     with pytest.raises(CelError, match="capacity memory: quantities must match"):
         device_view("gpu.nvidia.com", {}, {"memory": DeviceCapacity(value="lots")}, False)
+
+
+def test_deep_nesting_is_a_clear_error() -> None:
+    messages = check_selector("(" * 300 + "true" + ")" * 300)
+    assert messages[0].startswith("compilation failed: ERROR: <input>:1:101: expression recursion limit exceeded: 100")
+
+
+def test_public_names_other_helpers_code_against() -> None:
+    import phalanx.api.cel as cel
+
+    contract = {"COST_LIMIT", "MAX_EXPRESSION_BYTES", "CelError", "DeviceView", "Selector", "check_selector",
+                "compile_selector", "device_view"}  # fmt: skip
+    assert contract <= set(cel.__all__)
+    assert all(hasattr(cel, name) for name in cel.__all__)

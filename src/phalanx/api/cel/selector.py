@@ -44,7 +44,10 @@ class Selector:
     def evaluate(self, device: DeviceView, cost_limit: int) -> tuple[bool, int]:
         """The result and the runtime cost spent, with an explicit cost limit."""
         frame = Frame(dict(device.variables()), cost_limit)
-        result = self._plan(frame)
+        try:
+            result = self._plan(frame)
+        except RecursionError:
+            raise CelError("expression nesting too deep") from None
         if not isinstance(result, bool):
             raise CelError(f"CEL result of type {type_name(result)} could not be converted to bool")
         return result, frame.cost
