@@ -12,6 +12,7 @@ from phalanx.api import dra
 from phalanx.api.dra_convert import convert_v1beta1
 from phalanx.api.errors import InputError
 from phalanx.api.loader import load
+from phalanx.api.validation import validate
 
 V1BETA1 = "resource.k8s.io/v1beta1"
 
@@ -205,4 +206,14 @@ def test_loader_reports_a_bad_v1beta1_shape_with_file_and_line(tmp_path: Path) -
         load([str(path)])
     assert err.value.lines == [
         f"{path}:29: ResourceSlice s: spec.devices[0].basic: Invalid value: must be of type object, got array"
+    ]
+
+
+def test_problems_in_a_v1beta1_claim_name_v1_fields_at_the_request_line(tmp_path: Path) -> None:
+    path = tmp_path / "claim.yaml"
+    path.write_text(LOADER_FILE.split("---")[0].replace("count: 2", "count: -2"))
+    problems = [p.render() for p in validate(load([str(path)]))]
+    assert problems == [
+        f"{path}:7: ResourceClaim ml/old: spec.devices.requests[0].exactly.count: Invalid value: -2: "
+        "must be greater than zero"
     ]
