@@ -220,7 +220,7 @@ class ExactDeviceRequest(_Model):
     device_class_name: str = ""
     selectors: list[DeviceSelector] = []
     allocation_mode: str = "ExactCount"
-    count: int = 0  # 0 = unset; ExactCount defaults it to 1 (see effective_count)
+    count: int = 0  # 0 = unset; ExactCount defaults it to 1 (dra_defaults.effective_count, .defaulted)
     admin_access: bool | None = None
     tolerations: list[DeviceToleration] = []
     capacity: CapacityRequirements | None = None
