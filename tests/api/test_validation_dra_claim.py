@@ -322,6 +322,15 @@ TEMPLATE_CASES = [
             f"spec.spec.devices.requests[0]: Required value: {EXACTLY}",
         ],
     ),
+    Case(
+        "template annotation keys are checked lower-cased, shown as written",
+        {"spec": {"metadata": {"annotations": {"Example.com/Note": "ok", "Bad Key": "v"}}}},
+        [
+            'spec.metadata.annotations: Invalid value: "Bad Key": name part must consist of alphanumeric '
+            "characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or "
+            "'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
+        ],
+    ),
 ]
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from phalanx.api import dra
+from phalanx.api import dra, names
 from phalanx.api.dra_defaults import ALL, ALLOCATION_MODES, EXACT_COUNT
 from phalanx.api.errors import FieldError
 from phalanx.api.validation import dra_fields as d
@@ -55,7 +55,10 @@ def validate_resource_claim_template(template: dra.ResourceClaimTemplate) -> lis
     # Only labels and annotations may be given: the rest of a generated claim's metadata is the controller's.
     errs += validate_labels(meta.labels, "spec.metadata.labels")
     for k in meta.annotations:
-        errs += f.qualified_name("spec.metadata.annotations", k.lower())
+        # Keys are checked lower-cased but reported as written, as for any object's annotations.
+        errs += [
+            FieldError.invalid("spec.metadata.annotations", k, msg) for msg in names.check_qualified_name(k.lower())
+        ]
     return errs + validate_claim_spec("spec.spec", template.spec.spec)
 
 
