@@ -1,0 +1,318 @@
+"""The structured-parameters DRA allocator (spec dra.md §3): all claims of a pod on one node, or no solution.
+
+``Allocator.allocate`` validates the claims against the classes and gates (§3.4), prepares each request's
+candidates and the interchangeable-device classes, runs the bounded first-fit search of :mod:`phalanx.dra.search`
+and assembles one AllocationResult per claim (:mod:`phalanx.dra.results`). It never changes the AllocatedState.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
+
+from phalanx.api import dra
+from phalanx.api.dra_defaults import ALL, EXACT_COUNT, defaulted
+from phalanx.dra.capacity import amount, consumed_capacity, requested_fits
+from phalanx.dra.constraints import Tracker, attribute_value, new_tracker
+from phalanx.dra.errors import MAX_RESULTS, AllocationError
+from phalanx.dra.features import DEFAULT_FEATURES, Features
+from phalanx.dra.inventory import DeviceInfo, DeviceInventory, NodePool
+from phalanx.dra.results import RequestRef, build_allocation
+from phalanx.dra.search import AllocatorStats, Req, Search, _tolerated
+from phalanx.dra.selection import CompileFn, SelectorError, Selectors
+from phalanx.dra.state import AllocatedState
+
+__all__ = ["AllocationError", "Allocator", "AllocatorStats"]
+
+Request = dra.ExactDeviceRequest | dra.DeviceSubRequest
+
+
+@dataclass(slots=True)
+class _Call:
+    """What one allocate call knows about the node: its pools and visible devices by local position."""
+
+    row: int
+    pools: list[NodePool]
+    infos: list[DeviceInfo]
+    pos_of: dict[int, int]
+
+
+class Allocator:
+    """Allocates claims on one node at a time over a fixed inventory; CEL verdicts are cached across calls."""
+
+    def __init__(
+        self,
+        inventory: DeviceInventory,
+        state: AllocatedState,
+        classes: Mapping[str, dra.DeviceClass],
+        features: Features = DEFAULT_FEATURES,
+        compile: CompileFn | None = None,  # default: phalanx.api.cel.compile_selector
+    ) -> None:
+        self.inventory = inventory
+        self.state = state
+        self.classes = classes
+        self.features = features
+        self._compile = compile
+        self._selectors: Selectors | None = None
+        self.stats = AllocatorStats()
+        # Pools that were invalid on the node of the last allocate() that found no solution: kube-scheduler then
+        # reports "invalid resource pools were encountered" for that node instead of "cannot allocate all claims".
+        self.invalid_pools: list[str] = []
+
+    def allocate(self, row: int, claims: Sequence[dra.ResourceClaim]) -> list[dra.AllocationResult] | None:
+        """Allocate every (unallocated) claim for node ``row`` together: one AllocationResult per claim in
+        ResourceClaim.status.allocation shape (results, config, nodeSelector), or None when there is no solution on
+        this node. Pure: never changes ``state``; the caller applies a chosen result with state.add(). Raises
+        AllocationError for fatal errors. Deterministic: identical inputs give identical results (shareID is a
+        UUID derived from a hash of claim namespace/name/uid, request and device, not random)."""
+        self.stats.calls += 1
+        self.invalid_pools = []
+        visible = list(self.inventory.visible(row))
+        infos = [self.inventory.devices[d] for d in visible]
+        call = _Call(row, self.inventory.node_pools(row), infos, {d: i for i, d in enumerate(visible)})
+        reqs: list[list[list[Req]]] = []
+        trackers: list[list[Tracker]] = []
+        for ci, claim in enumerate(claims):
+            claim_reqs, claim_trackers = self._prepare_claim(call, ci, claim)
+            reqs.append(claim_reqs)
+            trackers.append(claim_trackers)
+        attributes = sorted({t.attribute for ts in trackers for t in ts})
+        list_mode = self.features.list_type_attributes
+        values = {a: [attribute_value(info, a, list_mode) for info in infos] for a in attributes}
+        classes = _device_classes(reqs, infos, values, self.state)
+        search = Search(claims, reqs, trackers, infos, self.state, self.features, classes, values, self.stats)
+        if not search.run():
+            self.invalid_pools = [p.pool_id_text for p in call.pools if p.invalid]
+            return None
+        node_name = self.inventory.nodes.names[row]
+        out = []
+        for ci, claim in enumerate(claims):
+            chosen = [subs[search.chosen_subrequest(ci, ri)].ref for ri, subs in enumerate(reqs[ci])]
+            out.append(
+                build_allocation(
+                    claim, search.picks[ci], chosen, self.inventory, node_name, self.features.binding_conditions
+                )
+            )
+        return out
+
+    # --- pre-pass (upstream's validateDeviceRequest and claim checks) ----------------------------------------------
+
+    def _prepare_claim(self, call: _Call, ci: int, claim: dra.ResourceClaim) -> tuple[list[list[Req]], list[Tracker]]:
+        who = _who(claim)
+        out: list[list[Req]] = []
+        min_devices = 0
+        for ri, request in enumerate(claim.spec.devices.requests):
+            if request.first_available:
+                if not self.features.prioritized_list:
+                    raise AllocationError(
+                        f"claim {who}, request {request.name}: has subrequests, but the DRAPrioritizedList feature "
+                        "is disabled"
+                    )
+                subs = []
+                for si, sub in enumerate(request.first_available):
+                    self._check_capacity_gate(who, sub.name, sub, "subrequest")
+                    subs.append(self._prepare(call, claim, ci, ri, si, request.name, sub))
+                min_devices += min(r.count for r in subs)
+                out.append(subs)
+                continue
+            if request.exactly is None:
+                raise AllocationError(
+                    f"claim {who}, request {request.name}: missing device class name (unsupported request type?)"
+                )
+            self._check_capacity_gate(who, request.name, request.exactly, "request")
+            req = self._prepare(call, claim, ci, ri, 0, request.name, request.exactly)
+            min_devices += req.count
+            out.append([req])
+        if min_devices > MAX_RESULTS:
+            raise AllocationError(
+                f"claim {who}: number of requested devices {min_devices} exceeds the claim limit of {MAX_RESULTS}"
+            )
+        trackers = []
+        for i, constraint in enumerate(claim.spec.devices.constraints):
+            tracker = new_tracker(constraint, self.features.list_type_attributes)
+            if tracker is None:
+                raise AllocationError(f"claim {who}, constraint #{i}: empty constraint (unsupported constraint type?)")
+            trackers.append(tracker)
+        for subs in out:
+            for req in subs:
+                req.scoped = [i for i, t in enumerate(trackers) if t.in_scope(req.base, req.sub)]
+        return out, trackers
+
+    def _check_capacity_gate(self, who: str, name: str, request: Request, kind: str) -> None:
+        if request.capacity is not None and not self.features.consumable_capacity:
+            raise AllocationError(
+                f"claim {who}, {kind} {name}: has capacity requests, but the DRAConsumableCapacity feature is disabled"
+            )
+
+    def _prepare(
+        self, call: _Call, claim: dra.ResourceClaim, ci: int, ri: int, si: int, base: str, raw: Request
+    ) -> Req:
+        who = _who(claim)
+        # two calls: defaulted() is generic over the two request types
+        request: Request = defaulted(raw) if isinstance(raw, dra.ExactDeviceRequest) else defaulted(raw)  # noqa: RUF034
+        is_sub = isinstance(raw, dra.DeviceSubRequest)
+        name = raw.name if isinstance(raw, dra.DeviceSubRequest) else base
+        for i, selector in enumerate(request.selectors):
+            if selector.cel is None:
+                raise AllocationError(
+                    f"claim {who}, request {name}, selector #{i}: CEL expression empty (unsupported selector type?)"
+                )
+        exact = raw if isinstance(raw, dra.ExactDeviceRequest) else None
+        if exact is not None and exact.admin_access is not None and not self.features.admin_access:
+            raise AllocationError(
+                f"claim {who}, request {name}: admin access is requested, but the feature is disabled"
+            )
+        device_class = self._device_class(who, name, request.device_class_name)
+        ref = RequestRef(
+            name=f"{base}/{name}" if is_sub else base,
+            request_index=ri,
+            device_class=device_class,
+            tolerations=tuple(request.tolerations),
+            admin_access=exact is not None and bool(exact.admin_access),
+        )
+        capacity = {k: amount(q) for k, q in (request.capacity.requests if request.capacity else {}).items()}
+        mode = request.allocation_mode
+        if mode not in (EXACT_COUNT, ALL):
+            raise AllocationError(f"claim {who}, request {name}: unsupported count mode {mode}")
+        req = Req(ci, ri, si, ref, base, name if is_sub else "", mode == ALL, request.count, capacity)
+        class_exprs = [s.cel.expression for s in device_class.spec.selectors if s.cel is not None]
+        request_exprs = [s.cel.expression for s in request.selectors if s.cel is not None]
+        if req.mode_all:
+            self._all_devices(call, req, who, class_exprs, request_exprs)
+        else:
+            self._candidates(call, req, who, class_exprs, request_exprs)
+        return req
+
+    def _device_class(self, who: str, name: str, class_name: str) -> dra.DeviceClass:
+        if not class_name:
+            raise AllocationError(f"claim {who}, request {name}: missing device class name (unsupported request type?)")
+        device_class = self.classes.get(class_name)
+        if device_class is None:
+            raise AllocationError(
+                f"claim {who}, request {name}: could not retrieve device class {class_name}: "
+                f'deviceclass.resource.k8s.io "{class_name}" not found'
+            )
+        for i, selector in enumerate(device_class.spec.selectors):
+            if selector.cel is None:
+                raise AllocationError(
+                    f"class {class_name}: selector #{i}: CEL expression empty (unsupported selector type?)"
+                )
+        return device_class
+
+    def _selectable(
+        self, req: Req, who: str, class_exprs: list[str], request_exprs: list[str], info: DeviceInfo
+    ) -> bool | SelectorError:
+        if self._selectors is None:
+            self._selectors = Selectors(self._compile)
+        if not self.features.binding_conditions and info.device.binding_conditions:
+            return False
+        verdict = self._selectors.check(f"class {req.ref.device_class.metadata.name}", class_exprs, info)
+        if verdict is not True:
+            return verdict
+        return self._selectors.check(f"claim {who}", request_exprs, info)
+
+    def _candidates(self, call: _Call, req: Req, who: str, class_exprs: list[str], request_exprs: list[str]) -> None:
+        """The devices this request could ever take on this node, in search order (a CEL error is kept as a
+        candidate: it becomes fatal only when the search reaches the device)."""
+        for pos, info in enumerate(call.infos):
+            verdict = self._selectable(req, who, class_exprs, request_exprs, info)
+            if isinstance(verdict, SelectorError):
+                req.errors[pos] = verdict.message
+                req.candidates.append(pos)
+            elif verdict and self._statically_usable(req, pos, info):
+                req.candidates.append(pos)
+
+    def _statically_usable(self, req: Req, pos: int, info: DeviceInfo) -> bool:
+        if info.consumes and not self.features.partitionable:
+            return False
+        if self.features.device_taints and not _tolerated(info, req.ref.tolerations):
+            return False
+        if not self.features.consumable_capacity:
+            return True
+        if not info.allow_multiple:
+            return requested_fits(req.capacity, info.device)
+        consumed = consumed_capacity(req.capacity, info.device)
+        if consumed is None or not _within(consumed, info, self.state):
+            return False
+        req.consumed[pos] = consumed
+        return True
+
+    def _all_devices(self, call: _Call, req: Req, who: str, class_exprs: list[str], request_exprs: list[str]) -> None:
+        for pool in call.pools:
+            state = "being updated" if pool.incomplete else "invalid" if pool.invalid else ""
+            if state:
+                raise AllocationError(
+                    f"claim {who}, request {req.ref.name}: asks for all devices, but resource pool "
+                    f"{pool.pool_id_text} is currently {state}"
+                )
+            for device in self.inventory.pool_slice_devices(pool):
+                info = self.inventory.devices[device]
+                verdict = self._selectable(req, who, class_exprs, request_exprs, info)
+                if isinstance(verdict, SelectorError):
+                    raise AllocationError(verdict.message)
+                if not verdict or not self.inventory.serves(device, call.row):
+                    continue
+                pos = call.pos_of[device]
+                if self.features.consumable_capacity and not self._all_capacity(req, pos, info):
+                    continue
+                req.all_devices.append(pos)
+        req.count = len(req.all_devices)
+        req.candidates = list(req.all_devices)
+
+    def _all_capacity(self, req: Req, pos: int, info: DeviceInfo) -> bool:
+        if not info.allow_multiple:
+            return requested_fits(req.capacity, info.device)
+        consumed = consumed_capacity(req.capacity, info.device)
+        if consumed is None or not _within(consumed, info, self.state):
+            return False
+        req.consumed[pos] = consumed
+        return True
+
+
+def _who(claim: dra.ResourceClaim) -> str:
+    return f"{claim.metadata.namespace}/{claim.metadata.name}"
+
+
+def _within(consumed: Mapping[str, object], info: DeviceInfo, state: AllocatedState) -> bool:
+    """Whether one more allocation fits next to what the cluster already consumes of the device."""
+    used = state.consumed(info.index)
+    for name, use in consumed.items():
+        total = amount(info.device.capacity[name].value).value
+        if used.get(name, 0) + getattr(use, "value", 0) > total:
+            return False
+    return True
+
+
+def _device_classes(
+    reqs: list[list[list[Req]]],
+    infos: list[DeviceInfo],
+    values: dict[str, list[Hashable | None]],
+    state: AllocatedState,
+) -> tuple[list[int], list[int]] | None:
+    """Interchangeable devices for this call (see :mod:`phalanx.dra.search`): each device's class and its rank
+    within the class. None (no symmetry) when a request uses adminAccess, whose per-claim rules break it."""
+    flat = [r for claim in reqs for subs in claim for r in subs]
+    if any(r.ref.admin_access for r in flat):
+        return None
+    member_sets = [set(r.candidates) for r in flat]
+    keys: dict[Hashable, int] = {}
+    counts: list[int] = []
+    cls: list[int] = []
+    rank: list[int] = []
+    for pos, info in enumerate(infos):
+        if any(pos in r.errors for r in flat):
+            key: Hashable = ("error", pos)
+        else:
+            key = (
+                tuple(pos in members for members in member_sets),
+                info.static_key,
+                state.is_allocated(info.index),
+                tuple(v[pos] for v in values.values()),
+            )
+        c = keys.setdefault(key, len(keys))
+        if c == len(counts):
+            counts.append(0)
+        cls.append(c)
+        rank.append(counts[c])
+        counts[c] += 1
+    return cls, rank
