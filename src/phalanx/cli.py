@@ -169,7 +169,10 @@ def serve(
 @click.option("--preset", default="philly", show_default=True, help="Generator preset when no --workload is given.")
 @click.option("--jobs", "job_count", default=400, show_default=True, help="Jobs to generate with --preset.")
 @click.option("--policy", "policies", multiple=True, help="pod-by-pod, gang, gang-tas (repeatable; default: all).")
-@click.option("--seed", default=1, show_default=True, help="Seed of the generated workload.")
+@click.option("--seed", default=1, show_default=True, help="Seed of the generated workload and failures.")
+@click.option("--node-mtbf-hours", type=float, default=None, help="Fail nodes at random: mean hours between failures.")
+@click.option("--node-repair-hours", type=float, default=4.0, show_default=True, help="Hours a failed node is down.")
+@click.option("--pod-failure-probability", type=float, default=0.0, help="Chance a generated job's attempt fails.")
 @click.option("--report", default="phalanx-report.html", show_default=True, help="Where to write the HTML report.")
 @click.option("--metrics", "metrics_path", default=None, help="Also write the metrics as JSON to this file.")
 @click.option("--timeseries", default=None, help="Also write the time series as CSV to this file.")
@@ -182,6 +185,9 @@ def simulate(
     job_count: int,
     policies: tuple[str, ...],
     seed: int,
+    node_mtbf_hours: float | None,
+    node_repair_hours: float,
+    pod_failure_probability: float,
     report: str,
     metrics_path: str | None,
     timeseries: str | None,
@@ -197,7 +203,8 @@ def simulate(
     from phalanx.sim.simulator import POLICIES
 
     chosen = list(policies) or list(POLICIES)
-    scenario = sc.scenario_from(cluster, workload, preset, job_count, seed)
+    failures = sc.node_failures(node_mtbf_hours, node_repair_hours)
+    scenario = sc.scenario_from(cluster, workload, preset, job_count, seed, failures, pod_failure_probability)
     with Progress(console=Console(stderr=True), transient=True, disable=not sys.stderr.isatty()) as bar:
         tasks = {name: bar.add_task(name, total=len(scenario.jobs)) for name in chosen}
         results, summaries = sc.run(scenario, chosen, lambda name, n: bar.advance(tasks[name], n))

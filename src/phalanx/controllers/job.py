@@ -17,12 +17,22 @@ import msgspec
 
 from phalanx.api import models as m
 
-__all__ = ["JobObjects", "gang_eligible", "pod_group_name", "reconcile_job", "uid_of", "workload_name"]
+__all__ = [
+    "REASON_BACKOFF_LIMIT_EXCEEDED",
+    "JobObjects",
+    "backoff_limit_exceeded",
+    "gang_eligible",
+    "pod_group_name",
+    "reconcile_job",
+    "uid_of",
+    "workload_name",
+]
 
 TEMPLATE_NAME = "worker-0"
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
 INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
 _MAX_NAME = 253
+REASON_BACKOFF_LIMIT_EXCEEDED = "BackoffLimitExceeded"  # the reason of the Job's Failed condition
 
 
 @dataclass
@@ -33,6 +43,13 @@ class JobObjects:
     pod_group: m.PodGroup | None = None
     pods: list[m.Pod] = field(default_factory=list)
     events: list[str] = field(default_factory=list)  # WorkloadCreated, AmbiguousWorkload, AmbiguousPodGroup
+
+
+def backoff_limit_exceeded(job: m.Job, failed_pods: int) -> bool:
+    """Whether the Job has failed (condition Failed, reason BackoffLimitExceeded): more pods failed than
+    ``spec.backoffLimit``. Every failed pod counts, as without a podFailurePolicy; the controller then creates no
+    more pods."""
+    return failed_pods > job.spec.backoff_limit
 
 
 def gang_eligible(job: m.Job) -> bool:
@@ -200,8 +217,8 @@ def _missing_pods(job: m.Job, own: list[m.Pod], group: str | None) -> list[m.Pod
     succeeded = [p for p in own if p.status.phase == "Succeeded"]
     failed = [p for p in own if p.status.phase == "Failed"]
     active = [p for p in own if p.status.phase not in ("Succeeded", "Failed")]
-    if len(failed) > spec.backoff_limit:
-        return []  # the Job has failed (BackoffLimitExceeded): no more pods
+    if backoff_limit_exceeded(job, len(failed)):
+        return []
     if spec.completion_mode == "Indexed":
         total = completions if completions is not None else parallelism
         taken = {p.metadata.labels.get(INDEX_LABEL) for p in (*succeeded, *active)}

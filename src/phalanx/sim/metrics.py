@@ -1,4 +1,5 @@
-"""What a simulation run measured: per-job times, GPU allocation over time, stuck and partial gangs."""
+"""What a simulation run measured: per-job times, GPU allocation over time, stuck and partial gangs, and what
+node failures, drains, pod failures and preemption cost (restarts, failed jobs, lost GPU-hours by cause)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from phalanx.sim.simulator import SimulationResult
+from phalanx.sim.simulator import CAUSES, SimulationResult
 
 __all__ = ["COMPARISON_HEADER", "comparison_rows", "summary", "timeseries_csv"]
 
@@ -40,7 +41,8 @@ def summary(r: SimulationResult) -> dict[str, Any]:
         "policy": r.policy,
         "jobs": len(runs),
         "completed": len(done),
-        "neverStarted": len(runs) - len(started),
+        "neverStarted": sum(1 for x in runs if x.start is None and x.end is None and x.failed is None),
+        "failedJobs": sum(1 for x in runs if x.failed is not None),
         "queueSeconds": {
             "mean": round(float(np.mean(queue)), 1) if queue else 0.0,
             "p50": _pct(queue, 50),
@@ -62,6 +64,10 @@ def summary(r: SimulationResult) -> dict[str, Any]:
         "fragmentedGpusMean": round(float((frag * weights).sum()) / span, 2) if len(weights) else 0.0,
         "restarts": sum(x.restarts for x in runs),
         "lostGpuHours": round(sum(x.lost_gpu_seconds for x in runs) / 3600, 1),
+        "restartsByCause": {c: sum(x.restarts_by[c] for x in runs) for c in CAUSES},
+        "lostGpuHoursByCause": {c: round(sum(x.lost_by[c] for x in runs) / 3600, 1) for c in CAUSES},
+        "nodeFailures": sum(1 for _, action, _ in r.node_log if action == "fail"),
+        "nodeDrains": sum(1 for _, action, _ in r.node_log if action == "drain"),
         "schedulingCycles": r.cycles,
     }
 
@@ -82,6 +88,7 @@ COMPARISON_HEADER = (
     "policy",
     "completed",
     "never started",
+    "failed",
     "queue mean / p99 (min)",
     "top-priority queue mean (min)",
     "JCT mean / p99 (h)",
@@ -90,6 +97,7 @@ COMPARISON_HEADER = (
     "GPU-h held by partial gangs",
     "fragmented GPUs",
     "restarts (GPU-h lost)",
+    "node failures / drains",
 )
 
 
@@ -103,6 +111,7 @@ def comparison_rows(summaries: list[dict[str, Any]]) -> list[tuple[str, ...]]:
                 str(r["policy"]),
                 f"{r['completed']}/{r['jobs']}",
                 str(r["neverStarted"]),
+                str(r["failedJobs"]),
                 f"{q['mean'] / 60:.1f} / {q['p99'] / 60:.1f}",
                 f"{r['queueSecondsTopPriority']['mean'] / 60:.1f}",
                 f"{j['mean'] / 3600:.2f} / {j['p99'] / 3600:.2f}",
@@ -111,6 +120,7 @@ def comparison_rows(summaries: list[dict[str, Any]]) -> list[tuple[str, ...]]:
                 str(r["heldByPartialGangsGpuHours"]),
                 str(r["fragmentedGpusMean"]),
                 f"{r['restarts']} ({r['lostGpuHours']})",
+                f"{r['nodeFailures']} / {r['nodeDrains']}",
             )
         )
     return rows

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -12,11 +12,12 @@ import yaml
 from phalanx.api.errors import InputError
 from phalanx.api.loader import load
 from phalanx.api.models import Node
+from phalanx.sim.faults import NodeEvent, NodeFailures
 from phalanx.sim.metrics import summary
 from phalanx.sim.simulator import POLICIES, SimulationResult, simulate
-from phalanx.sim.workload import ClusterSpec, JobRecord, Pool, generate_jobs, load_trace, nodes_of
+from phalanx.sim.workload import ClusterSpec, JobRecord, Pool, generate_jobs, load_workload, nodes_of
 
-__all__ = ["DEFAULT_CLUSTER", "Scenario", "load_cluster", "run"]
+__all__ = ["DEFAULT_CLUSTER", "Faults", "Scenario", "load_cluster", "node_failures", "run", "scenario_from"]
 
 # 32 nodes x 8 GPUs (256 GPUs), racks of 8 nodes, blocks of 2 racks.
 DEFAULT_CLUSTER = ClusterSpec(
@@ -25,10 +26,20 @@ DEFAULT_CLUSTER = ClusterSpec(
 
 
 @dataclass
+class Faults:
+    """What goes wrong during a run: node events, generated node failures, and the seed they draw from."""
+
+    node_events: list[NodeEvent] = field(default_factory=list)
+    failures: NodeFailures | None = None
+    seed: int = 0
+
+
+@dataclass
 class Scenario:
     title: str
     nodes: list[Node]
     jobs: list[JobRecord]
+    faults: Faults = field(default_factory=Faults)
 
 
 def default_scenario(seed: int = 1, jobs: int = 400) -> Scenario:
@@ -40,26 +51,56 @@ def default_scenario(seed: int = 1, jobs: int = 400) -> Scenario:
     )
 
 
-def load_cluster(path: str) -> list[Node]:
-    """A cluster as Kubernetes Node objects, or as a compact spec with `pools` (docs/simulate.md)."""
+def load_cluster(path: str) -> ClusterSpec | list[Node]:
+    """A cluster as a compact spec with `pools` (and optional `nodeEvents`, `failures`; docs/simulate.md), or as
+    Kubernetes Node objects."""
     try:
         raw = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as exc:
         raise InputError([f"{path}: cannot read cluster: {exc}"]) from exc
     if isinstance(raw, dict) and "pools" in raw:
-        return nodes_of(ClusterSpec.parse(raw, path))
+        return ClusterSpec.parse(raw, path)
     nodes = load([path]).nodes
     if not nodes:
         raise InputError([f"{path}: no Nodes and no `pools`: nothing to simulate on"])
     return nodes
 
 
-def scenario_from(cluster: str | None, workload: str | None, preset: str, jobs: int, seed: int) -> Scenario:
-    if cluster is None and workload is None and preset == "philly":
+def node_failures(mtbf_hours: float | None, repair_hours: float) -> NodeFailures | None:
+    """The generator options as a failure model (None: no generated failures)."""
+    if mtbf_hours is None:
+        return None
+    if mtbf_hours <= 0 or repair_hours <= 0:
+        raise InputError(["--node-mtbf-hours and --node-repair-hours must be positive"])
+    return NodeFailures(mtbf_hours, repair_hours)
+
+
+def scenario_from(
+    cluster: str | None,
+    workload: str | None,
+    preset: str,
+    jobs: int,
+    seed: int,
+    failures: NodeFailures | None = None,
+    pod_failure_probability: float = 0.0,
+) -> Scenario:
+    """The scenario the CLI's options describe; ``failures`` and ``pod_failure_probability`` (generator
+    options) override the cluster spec's ``failures`` and apply to generated jobs."""
+    if cluster is None and workload is None and preset == "philly" and failures is None and not pod_failure_probability:
         return default_scenario(seed, jobs)
-    nodes = load_cluster(cluster) if cluster else nodes_of(DEFAULT_CLUSTER)
-    records = load_trace(workload) if workload else generate_jobs(preset, jobs, seed, mean_gap=30.0)
-    return Scenario(f"{len(records)} jobs on {len(nodes)} nodes", nodes, records)
+    spec = load_cluster(cluster) if cluster else DEFAULT_CLUSTER
+    nodes = nodes_of(spec) if isinstance(spec, ClusterSpec) else spec
+    faults = Faults(seed=seed)
+    if isinstance(spec, ClusterSpec):
+        faults.node_events, faults.failures = list(spec.node_events), spec.failures
+    if workload:
+        records, events = load_workload(workload)
+        faults.node_events = sorted([*faults.node_events, *events], key=lambda e: e.time)
+    else:
+        gap = 15.0 if cluster is None else 30.0
+        records = generate_jobs(preset, jobs, seed, mean_gap=gap, failure_probability=pod_failure_probability)
+    faults.failures = failures or faults.failures
+    return Scenario(f"{len(records)} jobs on {len(nodes)} nodes", nodes, records, faults)
 
 
 def run(
@@ -71,5 +112,6 @@ def run(
     results = []
     for name in policies:
         step = (lambda n, name=name: progress(name, n)) if progress else None
-        results.append(simulate(scenario.nodes, scenario.jobs, POLICIES[name], step))
+        f = scenario.faults
+        results.append(simulate(scenario.nodes, scenario.jobs, POLICIES[name], step, f.node_events, f.failures, f.seed))
     return results, [summary(r) for r in results]

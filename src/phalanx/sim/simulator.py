@@ -2,46 +2,39 @@
 bound, and finishing frees its pods. Events at one instant are applied together, then the engine runs until no
 queued pod can progress, as the live scheduler would after a burst of watch events.
 
-The heap is ordered by (time, kind, tag, job): completions before arrivals at the same instant (capacity is freed
-first), then by job index, so a run is a pure function of its inputs. A job that preemption evicts starts over
-under new pod names; the completion event of its cut-short run is recognised by its tag and ignored.
+The heap is ordered by (time, kind, tag, index): completions first at one instant (capacity is freed first), then
+pod failures, node events and arrivals, then by index, so a run is a pure function of its inputs. A job whose
+attempt ends early (preemption, a drain, a failed node or pod) starts over under new pod names; the events of the
+cut-short attempt are recognised by their tag and ignored. Failures count toward the Job's backoffLimit
+(``controllers.job``); disruptions (preemption, drain) do not, as with a podFailurePolicy ignoring DisruptionTarget.
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable
+import random
+from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
 
 import msgspec
 import numpy as np
 
-from phalanx.api.models import (
-    Container,
-    GangSchedulingPolicy,
-    Job,
-    JobSpec,
-    Node,
-    ObjectMeta,
-    PodGroup,
-    PodGroupSchedulingPolicy,
-    PodSpec,
-    PodTemplateSpec,
-    ResourceRequirements,
-    Toleration,
-)
-from phalanx.controllers.job import reconcile_job
+from phalanx.api.errors import InputError
+from phalanx.api.models import Node
+from phalanx.controllers.job import backoff_limit_exceeded
 from phalanx.scheduling.config import SchedulerConfig, TopologyArgs, default_profile
 from phalanx.scheduling.scheduler import Scheduler
+from phalanx.sim.faults import NodeEvent, NodeFailures
+from phalanx.sim.jobs import GPU, NAMESPACE, batch_job, job_objects, tolerations_for
 from phalanx.sim.workload import BLOCK, HOSTNAME, RACK, JobRecord
 
-__all__ = ["POLICIES", "JobRun", "Policy", "Sample", "SimulationResult", "simulate"]
+__all__ = ["CAUSES", "POLICIES", "JobRun", "Policy", "Sample", "SimulationResult", "simulate"]
 
-_COMPLETE, _ARRIVE = 0, 1
-_NS = "sim"
-_EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
-GPU = "nvidia.com/gpu"
+_COMPLETE, _POD_FAILURE, _NODE, _ARRIVE = 0, 1, 2, 3
+POOL_LABEL = "phalanx.dev/pool"
+# Why an attempt ended early: the first two are disruptions, the last two failures (they count toward backoffLimit).
+CAUSES = ("preemption", "drain", "nodeFailure", "podFailure")
 
 
 @dataclass(frozen=True)
@@ -80,11 +73,15 @@ POLICIES = {
 class JobRun:
     job: JobRecord
     pods: list[str]
-    start: float | None = None
+    start: float | None = None  # start of the current (or last) attempt
     end: float | None = None
     group: str | None = None  # its PodGroup's key, when it has one
-    restarts: int = 0  # times preemption evicted it and it started over
-    lost_gpu_seconds: float = 0.0  # GPU time of runs that preemption cut short
+    restarts: int = 0  # attempts that ended early and started over, whatever the cause
+    lost_gpu_seconds: float = 0.0  # GPU time of attempts cut short, whatever the cause
+    failed_pods: int = 0  # pods that failed (node or pod failures): the Job controller's count for backoffLimit
+    failed: float | None = None  # when the job failed for good (BackoffLimitExceeded)
+    restarts_by: Counter[str] = field(default_factory=Counter)  # cause -> restarts
+    lost_by: dict[str, float] = field(default_factory=lambda: dict.fromkeys(CAUSES, 0.0))  # cause -> GPU-seconds
 
 
 @dataclass
@@ -96,6 +93,7 @@ class Sample:
     held_gpus: int  # GPUs bound to pods of jobs that cannot start yet (partial gangs)
     fragmented_gpus: int  # free GPUs on nodes where no queued pod's GPU request fits
     rack_allocation: list[float]
+    alive_gpus: int = 0  # allocatable GPUs of the nodes up (cordoned ones included)
 
 
 @dataclass
@@ -106,160 +104,293 @@ class SimulationResult:
     samples: list[Sample] = field(default_factory=list)
     racks: list[str] = field(default_factory=list)
     cycles: int = 0
+    node_log: list[tuple[float, str, str]] = field(default_factory=list)  # (time, action, node) as applied
 
 
 def simulate(
-    nodes: list[Node], jobs: list[JobRecord], policy: Policy, progress: Callable[[int], None] | None = None
+    nodes: list[Node],
+    jobs: list[JobRecord],
+    policy: Policy,
+    progress: Callable[[int], None] | None = None,
+    node_events: Sequence[NodeEvent] = (),
+    failures: NodeFailures | None = None,
+    seed: int = 0,
+    on_step: Callable[[Scheduler, float], None] | None = None,
 ) -> SimulationResult:
-    """Run ``jobs`` on ``nodes`` under ``policy`` until no event is left."""
-    sched = Scheduler(policy.config())
-    sched.load(nodes, [])
-    table = sched.state.table
-    gpu_col = table.ensure_resource(GPU)
-    rack_col = table.label(RACK)
-    result = SimulationResult(policy.name, int(table.allocatable[:, gpu_col].sum()), [], racks=list(rack_col.values))
-    heap: list[tuple[float, int, int, int]] = []
-    for i, job in enumerate(jobs):
-        heapq.heappush(heap, (job.submit, _ARRIVE, i, i))
-    runs = [JobRun(job, []) for job in jobs]
-    result.runs = runs
-    owner: dict[str, int] = {}  # pod key -> job index
-    waiting: set[int] = set()
-    seen_evictions = 0
-    while heap:
-        now = heap[0][0]
-        while heap and heap[0][0] == now:
-            _, kind, tag, i = heapq.heappop(heap)
-            if kind == _COMPLETE:
-                if tag != _run_tag(runs[i]) or runs[i].start is None:
-                    continue  # a completion of a run that preemption cut short
-                for key in runs[i].pods:
-                    sched.delete_pod(key)
-                runs[i].end = now
-                if progress:
-                    progress(1)
-            else:
-                runs[i].pods = _submit(sched, runs[i], policy)
-                owner.update((k, i) for k in runs[i].pods)
-                waiting.add(i)
-        sched.run()
-        result.cycles += 1
-        # Victims' jobs start over: their other pods are deleted and the job is submitted again.
-        hit = sorted({owner[e.namespace + "/" + e.name] for e in sched.evictions[seen_evictions:]})
-        seen_evictions = len(sched.evictions)
-        for i in hit:
-            _restart(sched, runs[i], now, policy)
-            owner.update((k, i) for k in runs[i].pods)
-            waiting.add(i)
-        if hit:
-            sched.run()
-        for i in sorted(waiting):
-            if all(k in sched.state.placement for k in runs[i].pods):
-                runs[i].start = now
-                waiting.discard(i)
-                heapq.heappush(heap, (now + runs[i].job.duration, _COMPLETE, _run_tag(runs[i]), i))
-        result.samples.append(_sample(sched, now, runs, waiting, gpu_col, rack_col.codes, len(rack_col.values)))
-    return result
+    """Run ``jobs`` on ``nodes`` under ``policy`` until no event is left. ``node_events`` and ``failures`` fail,
+    drain and recover nodes; ``seed`` drives generated node failures and pod failures. ``on_step`` sees the engine
+    after every instant (tests use it to check invariants)."""
+    sim = _Simulation(nodes, jobs, policy, node_events, failures, seed)
+    return sim.run(progress, on_step)
 
 
-def _run_tag(run: JobRun) -> int:
-    """Tells a run's completion event from those of runs preemption cut short (heap entries are never removed)."""
-    return run.restarts
+class _Simulation:
+    """One run's state: the engine, the event heap, the jobs and the nodes that are down or cordoned."""
+
+    def __init__(
+        self,
+        nodes: list[Node],
+        jobs: list[JobRecord],
+        policy: Policy,
+        node_events: Sequence[NodeEvent],
+        failures: NodeFailures | None,
+        seed: int,
+    ) -> None:
+        self.policy, self.seed, self.failures = policy, seed, failures
+        self.sched = Scheduler(policy.config())
+        self.sched.load(nodes, [])
+        table = self.sched.state.table
+        self.gpu_col = table.ensure_resource(GPU)
+        racks = list(table.label(RACK).values)
+        self.result = SimulationResult(policy.name, int(table.allocatable[:, self.gpu_col].sum()), [], racks=racks)
+        self.nodes = {n.metadata.name: n for n in nodes}
+        self.tolerations = tolerations_for(nodes)
+        self.down: set[str] = set()
+        self.cordoned: set[str] = set()
+        self.runs = self.result.runs = [JobRun(job, []) for job in jobs]
+        self.owner: dict[str, int] = {}  # pod key -> job index
+        self.waiting: set[int] = set()
+        self.heap: list[tuple[float, int, int, int]] = [(job.submit, _ARRIVE, i, i) for i, job in enumerate(jobs)]
+        self.events: list[tuple[NodeEvent, bool]] = []  # (event, generated): node events by heap index
+        self.rngs = {name: random.Random(f"{seed}:{name}") for name in sorted(self.nodes)} if failures else {}
+        _check_targets(node_events, self.nodes)
+        for event in node_events:
+            self._push_node_event(event, False)
+        self.horizon = max((j.submit for j in jobs), default=0.0) + sum(j.duration for j in jobs)
+        if failures is not None:
+            for name in sorted(self.nodes):
+                self._push_failure(name, 0.0)
+        heapq.heapify(self.heap)
+
+    # --- the loop ------------------------------------------------------------------------------------------------
+
+    def run(
+        self, progress: Callable[[int], None] | None, on_step: Callable[[Scheduler, float], None] | None
+    ) -> SimulationResult:
+        seen_evictions = 0
+        while self.heap:
+            now = self.heap[0][0]
+            while self.heap and self.heap[0][0] == now:
+                _, kind, tag, i = heapq.heappop(self.heap)
+                self._dispatch(now, kind, tag, i, progress)
+            self.sched.run()
+            self.result.cycles += 1
+            # Preemption victims' jobs start over: their other pods are deleted and the job is submitted again.
+            evictions = self.sched.evictions[seen_evictions:]
+            seen_evictions = len(self.sched.evictions)
+            hit = sorted({self.owner[e.namespace + "/" + e.name] for e in evictions})
+            for i in hit:
+                self._restart(i, now, "preemption")
+            if hit:
+                self.sched.run()
+            self._start_ready(now)
+            self.result.samples.append(self._sample(now))
+            if on_step is not None:
+                on_step(self.sched, now)
+        return self.result
+
+    def _dispatch(self, now: float, kind: int, tag: int, i: int, progress: Callable[[int], None] | None) -> None:
+        if kind == _NODE:
+            self._node_event(now, i)
+            return
+        run = self.runs[i]
+        if kind == _ARRIVE:
+            run.pods = self._submit(i)
+        elif tag != run.restarts or run.start is None or run.end is not None:
+            return  # an event of an attempt that ended early
+        elif kind == _COMPLETE:
+            for key in run.pods:
+                self.sched.delete_pod(key)
+            run.end = now
+            if progress:
+                progress(1)
+        else:
+            self._attempt_failed(i, now, 1, "podFailure")
+
+    def _start_ready(self, now: float) -> None:
+        placed = self.sched.state.placement
+        for i in sorted(self.waiting):
+            run = self.runs[i]
+            if all(k in placed for k in run.pods):
+                run.start = now
+                self.waiting.discard(i)
+                heapq.heappush(self.heap, (now + run.job.duration, _COMPLETE, run.restarts, i))
+                self._maybe_pod_failure(i, now)
+
+    def _maybe_pod_failure(self, i: int, now: float) -> None:
+        """Draw whether this attempt fails, and when: one draw per (seed, job, attempt), so it is reproducible."""
+        run = self.runs[i]
+        p = run.job.failure_probability
+        if p <= 0:
+            return
+        rng = random.Random(f"{self.seed}:{run.job.name}:{run.restarts}")
+        if rng.random() < p:
+            heapq.heappush(self.heap, (now + rng.random() * run.job.duration, _POD_FAILURE, run.restarts, i))
+
+    # --- jobs ----------------------------------------------------------------------------------------------------
+
+    def _submit(self, i: int) -> list[str]:
+        run = self.runs[i]
+        gang = self.policy.name != "pod-by-pod"
+        group, pods = job_objects(run.job, run.restarts, gang, self.policy.topology, self.tolerations)
+        run.group = None
+        if group is not None:
+            self.sched.add_pod_group(group)
+            run.group = f"{NAMESPACE}/{group.metadata.name}"
+        keys = [self.sched.add_pod(pod).key for pod in pods]
+        self.owner.update((k, i) for k in keys)
+        self.waiting.add(i)
+        return keys
+
+    def _stop(self, run: JobRun, now: float, cause: str) -> None:
+        """End the current attempt: count its lost GPU time and delete its pods and PodGroup."""
+        if run.start is not None:
+            lost = (now - run.start) * run.job.gpus * run.job.pods
+            run.lost_gpu_seconds += lost
+            run.lost_by[cause] += lost
+        for key in run.pods:
+            self.sched.delete_pod(key)
+        if run.group:
+            self.sched.delete_pod_group(run.group)
+        run.start = None
+
+    def _restart(self, i: int, now: float, cause: str) -> None:
+        run = self.runs[i]
+        self._stop(run, now, cause)
+        run.restarts += 1
+        run.restarts_by[cause] += 1
+        run.pods = self._submit(i)
+
+    def _attempt_failed(self, i: int, now: float, pods: int, cause: str) -> None:
+        """``pods`` of the job failed: the job restarts, or fails once more pods failed than its backoffLimit."""
+        run = self.runs[i]
+        run.failed_pods += pods
+        if not backoff_limit_exceeded(batch_job(run.job, run.restarts), run.failed_pods):
+            self._restart(i, now, cause)
+            return
+        self._stop(run, now, cause)
+        run.failed = now
+        run.pods = []
+        self.waiting.discard(i)
+
+    # --- nodes ---------------------------------------------------------------------------------------------------
+
+    def _push_node_event(self, event: NodeEvent, generated: bool) -> None:
+        self.events.append((event, generated))
+        heapq.heappush(self.heap, (event.time, _NODE, 0, len(self.events) - 1))
+
+    def _push_failure(self, name: str, after: float) -> None:
+        assert self.failures is not None
+        at = self.failures.next_failure(self.rngs[name], after)
+        if at <= self.horizon:
+            self._push_node_event(NodeEvent(at, "fail", name, duration=self.failures.repair_hours * 3600), True)
+
+    def _node_event(self, now: float, index: int) -> None:
+        event, generated = self.events[index]
+        if generated and event.action == "fail" and all(r.end is not None or r.failed is not None for r in self.runs):
+            return  # every job is done: stop failing nodes, so the run ends
+        targets = _targets(event, self.nodes, self.down, self.cordoned)
+        if generated and not targets and event.action == "fail":
+            self._push_failure(event.node, now)  # down already (an explicit event): try again later
+        for name in targets:
+            {"fail": self._fail, "drain": self._drain, "recover": self._recover}[event.action](now, name)
+            self.result.node_log.append((now, event.action, name))
+            if event.duration is not None and event.action != "recover":
+                self._push_node_event(NodeEvent(now + event.duration, "recover", name), generated)
+            if generated and event.action == "recover":
+                self._push_failure(name, now)
+
+    def _fail(self, now: float, name: str) -> None:
+        """The node disappears; its pods fail, and each job that had pods there restarts or fails."""
+        self.down.add(name)
+        hit = Counter(self.owner[pi.key] for pi in self.sched.delete_node(name))
+        for i in sorted(hit):
+            self._attempt_failed(i, now, hit[i], "nodeFailure")
+
+    def _drain(self, now: float, name: str) -> None:
+        """Cordon the node and evict its pods: their jobs start over, as preemption victims do."""
+        self.cordoned.add(name)
+        node = self.nodes[name]
+        spec = msgspec.structs.replace(node.spec, unschedulable=True)
+        self.sched.update_node(msgspec.structs.replace(node, spec=spec))
+        row = self.sched.state.table.index[name]
+        for i in sorted({self.owner[key] for key in self.sched.state.node_pods[row]}):
+            self._restart(i, now, "drain")
+
+    def _recover(self, now: float, name: str) -> None:
+        """A failed node comes back, or a cordoned one is uncordoned, as its Node object was at the start."""
+        if name in self.down:
+            self.sched.add_node(self.nodes[name])
+        else:
+            self.sched.update_node(self.nodes[name])
+        self.down.discard(name)
+        self.cordoned.discard(name)
+
+    # --- samples -------------------------------------------------------------------------------------------------
+
+    def _sample(self, now: float) -> Sample:
+        t = self.sched.state.table
+        used = t.requested[:, self.gpu_col]
+        alloc = t.allocatable[:, self.gpu_col]
+        placed = self.sched.state.placement
+        runs = self.runs
+        held = sum(runs[i].job.gpus * sum(1 for k in runs[i].pods if k in placed) for i in self.waiting)
+        pending = [runs[i].job.gpus for i in self.waiting if runs[i].job.gpus]
+        free = alloc - used
+        smallest = min(pending) if pending else 0
+        fragmented = int(free[(free > 0) & (free < smallest)].sum()) if smallest else 0
+        running = sum(1 for r in runs if r.start is not None and r.end is None)
+        return Sample(
+            now,
+            int(used.sum()),
+            running,
+            len(self.waiting),
+            held,
+            fragmented,
+            self._rack_allocation(alloc, used),
+            int(alloc.sum()),
+        )
+
+    def _rack_allocation(self, alloc: np.ndarray, used: np.ndarray) -> list[float]:
+        """Allocated / allocatable GPUs per rack of the starting cluster (a rack whose nodes are all down is 0)."""
+        racks = self.result.racks
+        if not racks:
+            return []
+        col = self.sched.state.table.label(RACK)
+        # The column's value ids follow the current rows; map them onto the racks of the starting cluster.
+        order = np.array([racks.index(v) for v in col.values], dtype=np.int64)
+        has = col.codes >= 0
+        codes = order[col.codes[has]] if len(order) else np.zeros(0, dtype=np.int64)
+        a = np.bincount(codes, weights=alloc[has], minlength=len(racks))
+        u = np.bincount(codes, weights=used[has], minlength=len(racks))
+        return [round(float(x), 3) for x in np.where(a > 0, u / np.maximum(a, 1), 0.0)]
 
 
-def _restart(sched: Scheduler, run: JobRun, now: float, policy: Policy) -> None:
-    if run.start is not None:
-        run.lost_gpu_seconds += (now - run.start) * run.job.gpus * run.job.pods
-    for key in run.pods:
-        sched.delete_pod(key)
-    if run.group:
-        sched.delete_pod_group(run.group)
-    run.start = None
-    run.restarts += 1
-    run.pods = _submit(sched, run, policy)
+def _check_targets(events: Sequence[NodeEvent], nodes: dict[str, Node]) -> None:
+    pools = {n.metadata.labels.get(POOL_LABEL) for n in nodes.values()}
+    problems = [
+        f"nodeEvents[{k}]: " + (f'node "{e.node}" is not in the cluster' if e.node else f'no pool "{e.pool}"')
+        for k, e in enumerate(events)
+        if (e.node and e.node not in nodes) or (e.pool and e.pool not in pools)
+    ]
+    if problems:
+        raise InputError(problems)
 
 
-def _group_name(job: JobRecord, attempt: int) -> str:
-    return job.name if attempt == 0 else f"{job.name}-r{attempt}"
-
-
-def _submit(sched: Scheduler, run: JobRun, policy: Policy) -> list[str]:
-    """Create the job as a batch/v1 Indexed Job and let the Job controller (the one ``schedule`` runs) make its
-    pods and, for a multi-pod job, its Workload and PodGroup. The trace's priority, minCount and topology go on
-    the PodGroup. ``pod-by-pod`` models a cluster without the Workload API: no PodGroup, pods on their own. A
-    restarted job is a new Job (``-r<n>``), as a controller recreating it would make."""
-    job = run.job
-    name = _group_name(job, run.restarts)
-    requests: dict[str, str | int | float] = {"cpu": job.cpu, "memory": job.memory}
-    if job.gpus:
-        requests[GPU] = job.gpus
-    template = PodSpec(
-        containers=[Container(name="main", resources=ResourceRequirements(requests=requests))],
-        priority=job.priority,
-        tolerations=[Toleration(operator="Exists")],
+def _targets(event: NodeEvent, nodes: dict[str, Node], down: set[str], cordoned: set[str]) -> list[str]:
+    """The nodes ``event`` acts on: the named one, or the first ``count`` of its pool (name order) the action
+    applies to; an action that does not apply (failing a node that is down) is skipped."""
+    names = (
+        [event.node]
+        if event.node
+        else sorted(n for n in nodes if nodes[n].metadata.labels.get(POOL_LABEL) == event.pool)
     )
-    created = _EPOCH + timedelta(seconds=job.submit)
-    batch = Job(
-        metadata=ObjectMeta(name=name, namespace=_NS, creation_timestamp=created),
-        spec=JobSpec(
-            parallelism=job.pods,
-            completions=job.pods,
-            completion_mode="Indexed",
-            template=PodTemplateSpec(spec=template),
-        ),
-    )
-    out = reconcile_job(batch, [], [], [])
-    run.group = None
-    if out.pod_group is not None and policy.name != "pod-by-pod":
-        sched.add_pod_group(_with_trace_intent(out.pod_group, job, policy))
-        run.group = f"{_NS}/{out.pod_group.metadata.name}"
-    keys = []
-    for k, pod in enumerate(out.pods):
-        # The controller creates a job's pods one after another (a millisecond apart here): jobs that arrive
-        # together interleave in the queue, as on a real cluster.
-        meta = msgspec.structs.replace(pod.metadata, creation_timestamp=created + timedelta(milliseconds=k))
-        spec = pod.spec if run.group else msgspec.structs.replace(pod.spec, scheduling_group=None)
-        keys.append(sched.add_pod(msgspec.structs.replace(pod, metadata=meta, spec=spec)).key)
-    return keys
+    return [n for n in names if _applies(event.action, n, down, cordoned)][: event.count]
 
 
-def _with_trace_intent(pg: PodGroup, job: JobRecord, policy: Policy) -> PodGroup:
-    notes = dict(pg.metadata.annotations)
-    if policy.topology and job.topology:
-        mode, _, key = job.topology.partition(":")
-        notes[f"scheduling.phalanx.dev/topology-{mode}"] = key
-    assert pg.spec is not None
-    policy_spec = pg.spec.scheduling_policy
-    if job.min_count and job.min_count != job.pods:
-        policy_spec = PodGroupSchedulingPolicy(gang=GangSchedulingPolicy(min_count=job.min_count))
-    # Workload-aware preemption ranks groups by the PodGroup's priority, which admission resolves.
-    spec = msgspec.structs.replace(pg.spec, scheduling_policy=policy_spec, priority=job.priority)
-    return msgspec.structs.replace(pg, metadata=msgspec.structs.replace(pg.metadata, annotations=notes), spec=spec)
-
-
-def _sample(
-    sched: Scheduler,
-    now: float,
-    runs: list[JobRun],
-    waiting: set[int],
-    gpu_col: int,
-    rack_codes: np.ndarray,
-    racks: int,
-) -> Sample:
-    t = sched.state.table
-    used = t.requested[:, gpu_col]
-    alloc = t.allocatable[:, gpu_col]
-    placed = sched.state.placement
-    held = sum(runs[i].job.gpus * sum(1 for k in runs[i].pods if k in placed) for i in waiting)
-    pending = [runs[i].job.gpus for i in waiting if runs[i].job.gpus]
-    free = alloc - used
-    smallest = min(pending) if pending else 0
-    fragmented = int(free[(free > 0) & (free < smallest)].sum()) if smallest else 0
-    per_rack = []
-    if racks:
-        has = rack_codes >= 0
-        a = np.bincount(rack_codes[has], weights=alloc[has], minlength=racks)
-        u = np.bincount(rack_codes[has], weights=used[has], minlength=racks)
-        per_rack = [round(float(x), 3) for x in np.where(a > 0, u / np.maximum(a, 1), 0.0)]
-    running = sum(1 for r in runs if r.start is not None and r.end is None)
-    return Sample(now, int(used.sum()), running, len(waiting), held, fragmented, per_rack)
+def _applies(action: str, name: str, down: set[str], cordoned: set[str]) -> bool:
+    if action == "fail":
+        return name not in down
+    if action == "drain":
+        return name not in down and name not in cordoned
+    return name in down or name in cordoned

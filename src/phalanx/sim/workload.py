@@ -13,8 +13,19 @@ import yaml
 
 from phalanx.api.errors import InputError
 from phalanx.api.models import Node, NodeStatus, ObjectMeta
+from phalanx.sim.faults import NodeEvent, NodeFailures, parse_failures, parse_node_events
 
-__all__ = ["BLOCK", "RACK", "ClusterSpec", "JobRecord", "Pool", "generate_jobs", "load_trace", "nodes_of"]
+__all__ = [
+    "BLOCK",
+    "RACK",
+    "ClusterSpec",
+    "JobRecord",
+    "Pool",
+    "generate_jobs",
+    "load_trace",
+    "load_workload",
+    "nodes_of",
+]
 
 BLOCK = "phalanx.dev/block"
 RACK = "phalanx.dev/rack"
@@ -35,6 +46,8 @@ class Pool:
 @dataclass
 class ClusterSpec:
     pools: list[Pool] = field(default_factory=list)
+    node_events: list[NodeEvent] = field(default_factory=list)
+    failures: NodeFailures | None = None
 
     @classmethod
     def parse(cls, raw: Any, where: str) -> ClusterSpec:
@@ -54,7 +67,7 @@ class ClusterSpec:
                 )
             except (KeyError, TypeError, ValueError) as exc:
                 raise InputError([f"{where}: pools[{i}]: needs name, count, allocatable ({exc})"]) from exc
-        return cls(pools)
+        return cls(pools, parse_node_events(raw.get("nodeEvents"), where), parse_failures(raw.get("failures"), where))
 
 
 def nodes_of(spec: ClusterSpec) -> list[Node]:
@@ -87,24 +100,51 @@ class JobRecord:
     min_count: int = 0  # 0: all pods
     priority: int = 0
     topology: str = ""  # "" or "required:<label>" or "preferred:<label>"
+    failure_probability: float = 0.0  # chance that an attempt fails (one pod fails) before it completes
+    backoff_limit: int = 6  # the Job's spec.backoffLimit: pod failures tolerated before the job fails
 
     @property
     def gang(self) -> int:
         return self.min_count or self.pods
 
 
-_COLUMNS = {"name", "submit", "duration", "pods", "cpu", "memory", "gpus", "minCount", "priority", "topology"}
+_COLUMNS = {
+    "name",
+    "submit",
+    "duration",
+    "pods",
+    "cpu",
+    "memory",
+    "gpus",
+    "minCount",
+    "priority",
+    "topology",
+    "failureProbability",
+    "backoffLimit",
+}
 
 
 def load_trace(path: str) -> list[JobRecord]:
     """Read a CSV (header row with the columns of docs/simulate.md) or a YAML list of the same fields."""
+    return load_workload(path)[0]
+
+
+def load_workload(path: str) -> tuple[list[JobRecord], list[NodeEvent]]:
+    """The jobs of a trace file, and its ``nodeEvents`` (YAML ``{jobs: [...], nodeEvents: [...]}`` only)."""
     text = Path(path).read_text(encoding="utf-8")
     rows: list[dict[str, Any]]
+    events: list[NodeEvent] = []
     if path.endswith(".csv"):
         rows = list(csv.DictReader(text.splitlines()))
     else:
         raw = yaml.safe_load(text)
         rows = raw.get("jobs", []) if isinstance(raw, dict) else raw
+        if isinstance(raw, dict):
+            events = parse_node_events(raw.get("nodeEvents"), path)
+    return _jobs(path, rows), events
+
+
+def _jobs(path: str, rows: list[dict[str, Any]] | None) -> list[JobRecord]:
     jobs, problems = [], []
     for i, row in enumerate(rows or []):
         try:
@@ -123,6 +163,8 @@ def load_trace(path: str) -> list[JobRecord]:
                     min_count=int(row.get("minCount") or 0),
                     priority=int(row.get("priority") or 0),
                     topology=str(row.get("topology") or ""),
+                    failure_probability=_probability(row.get("failureProbability")),
+                    backoff_limit=_backoff_limit(row.get("backoffLimit")),
                 )
             )
         except (KeyError, TypeError, ValueError) as exc:
@@ -132,11 +174,33 @@ def load_trace(path: str) -> list[JobRecord]:
     return jobs
 
 
+def _backoff_limit(raw: Any) -> int:
+    limit = 6 if raw is None or raw == "" else int(raw)  # the Job API's default
+    if limit < 0:
+        raise ValueError(f"backoffLimit {limit} is negative")
+    return limit
+
+
+def _probability(raw: Any) -> float:
+    p = float(raw or 0.0)
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"failureProbability {p} is not between 0 and 1")
+    return p
+
+
 def generate_jobs(
-    preset: str, count: int, seed: int, gpus_per_node: int = 8, mean_gap: float = 60.0
+    preset: str,
+    count: int,
+    seed: int,
+    gpus_per_node: int = 8,
+    mean_gap: float = 60.0,
+    failure_probability: float = 0.0,
 ) -> list[JobRecord]:
     """A seeded synthetic trace. ``philly`` follows the shape of the public Philly/Helios mixes: most jobs use one
-    GPU, a long tail are gangs of 8 to 512 GPUs, durations heavy-tailed (minutes to hours)."""
+    GPU, a long tail are gangs of 8 to 512 GPUs, durations heavy-tailed (minutes to hours). Every job gets
+    ``failure_probability`` (the chance that an attempt fails) and the default backoffLimit 6."""
+    if not 0.0 <= failure_probability <= 1.0:
+        raise InputError([f"pod failure probability {failure_probability} is not between 0 and 1"])
     if preset != "philly":
         raise InputError([f'unknown workload preset "{preset}" (known: philly)'])
     rnd = random.Random(seed)
@@ -160,6 +224,7 @@ def generate_jobs(
                 gpus=per_pod,
                 priority=rnd.choice([0, 0, 0, 100]),
                 topology=topo,
+                failure_probability=failure_probability,
             )
         )
     return jobs

@@ -1,0 +1,103 @@
+"""A trace job as Kubernetes objects: a batch/v1 Indexed Job, which the Job controller (the one ``schedule`` runs)
+turns into pods and, for a multi-pod job, a Workload and PodGroup carrying the trace's priority, minCount and
+topology intent."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime, timedelta
+
+import msgspec
+
+from phalanx.api.models import (
+    Container,
+    GangSchedulingPolicy,
+    Job,
+    JobSpec,
+    Node,
+    ObjectMeta,
+    Pod,
+    PodGroup,
+    PodGroupSchedulingPolicy,
+    PodSpec,
+    PodTemplateSpec,
+    ResourceRequirements,
+    Toleration,
+)
+from phalanx.controllers.job import reconcile_job
+from phalanx.sim.workload import JobRecord
+
+__all__ = ["GPU", "NAMESPACE", "batch_job", "job_objects", "tolerations_for"]
+
+NAMESPACE = "sim"
+GPU = "nvidia.com/gpu"
+_EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
+UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
+
+
+def batch_job(job: JobRecord, attempt: int, tolerations: Sequence[Toleration] = ()) -> Job:
+    """The Job of one attempt. A restarted job is a new Job (``-r<n>``), as a controller recreating it would
+    make, so its pods and PodGroup get new names."""
+    name = job.name if attempt == 0 else f"{job.name}-r{attempt}"
+    requests: dict[str, str | int | float] = {"cpu": job.cpu, "memory": job.memory}
+    if job.gpus:
+        requests[GPU] = job.gpus
+    template = PodSpec(
+        containers=[Container(name="main", resources=ResourceRequirements(requests=requests))],
+        priority=job.priority,
+        tolerations=list(tolerations),
+    )
+    return Job(
+        metadata=ObjectMeta(name=name, namespace=NAMESPACE, creation_timestamp=_created(job)),
+        spec=JobSpec(
+            parallelism=job.pods,
+            completions=job.pods,
+            completion_mode="Indexed",
+            backoff_limit=job.backoff_limit,
+            template=PodTemplateSpec(spec=template),
+        ),
+    )
+
+
+def _created(job: JobRecord) -> datetime:
+    return _EPOCH + timedelta(seconds=job.submit)
+
+
+def tolerations_for(nodes: Iterable[Node]) -> list[Toleration]:
+    """Tolerate every taint key the cluster's nodes carry (dedicated GPU pools usually have one), but not the
+    cordon: a blanket ``operator: Exists`` would also tolerate ``node.kubernetes.io/unschedulable`` and let
+    pods onto drained nodes, as DaemonSet pods may."""
+    keys = {t.key for n in nodes for t in n.spec.taints} - {UNSCHEDULABLE_TAINT}
+    return [Toleration(key=k, operator="Exists") for k in sorted(keys)]
+
+
+def job_objects(
+    job: JobRecord, attempt: int, gang: bool, topology: bool, tolerations: Sequence[Toleration] = ()
+) -> tuple[PodGroup | None, list[Pod]]:
+    """The PodGroup (None without ``gang``: ``pod-by-pod`` models a cluster without the Workload API) and the
+    pods the Job controller creates for one attempt."""
+    out = reconcile_job(batch_job(job, attempt, tolerations), [], [], [])
+    group = _with_trace_intent(out.pod_group, job, topology) if out.pod_group is not None and gang else None
+    created = _created(job)
+    pods = []
+    for k, pod in enumerate(out.pods):
+        # The controller creates a job's pods one after another (a millisecond apart here): jobs that arrive
+        # together interleave in the queue, as on a real cluster.
+        meta = msgspec.structs.replace(pod.metadata, creation_timestamp=created + timedelta(milliseconds=k))
+        spec = pod.spec if group is not None else msgspec.structs.replace(pod.spec, scheduling_group=None)
+        pods.append(msgspec.structs.replace(pod, metadata=meta, spec=spec))
+    return group, pods
+
+
+def _with_trace_intent(pg: PodGroup, job: JobRecord, topology: bool) -> PodGroup:
+    notes = dict(pg.metadata.annotations)
+    if topology and job.topology:
+        mode, _, key = job.topology.partition(":")
+        notes[f"scheduling.phalanx.dev/topology-{mode}"] = key
+    assert pg.spec is not None
+    policy_spec = pg.spec.scheduling_policy
+    if job.min_count and job.min_count != job.pods:
+        policy_spec = PodGroupSchedulingPolicy(gang=GangSchedulingPolicy(min_count=job.min_count))
+    # Workload-aware preemption ranks groups by the PodGroup's priority, which admission resolves.
+    spec = msgspec.structs.replace(pg.spec, scheduling_policy=policy_spec, priority=job.priority)
+    return msgspec.structs.replace(pg, metadata=msgspec.structs.replace(pg.metadata, annotations=notes), spec=spec)
