@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Hashable, Mapping, Sequence
+from functools import lru_cache
 from typing import TypeVar
 
 import msgspec
@@ -113,6 +114,16 @@ def _c_identifier(path: str, ident: str) -> list[FieldError]:
 
 def validate_qualified_name(path: str, name: str) -> list[FieldError]:
     """An attribute or capacity name: a C identifier (≤32), or ``<driver-like domain>/<C identifier>``."""
+    # Every device of a slice repeats the same names: remember the valid ones, check the rest in full.
+    return [] if _valid_qualified_name(name) else _qualified_name_errors(path, name)
+
+
+@lru_cache(maxsize=4096)
+def _valid_qualified_name(name: str) -> bool:
+    return not _qualified_name_errors("", name)
+
+
+def _qualified_name_errors(path: str, name: str) -> list[FieldError]:
     parts = name.split("/")
     if len(parts) == 1:
         return _c_identifier(path, name)

@@ -192,6 +192,10 @@ def _validate_device_node_selection(path: str, dev: dra.Device, per_device: bool
 
 
 def _validate_attribute(path: str, a: dra.DeviceAttribute) -> list[FieldError]:
+    members = [a.bool_, a.int_, a.string, a.version, a.bools, a.ints, a.strings, a.versions]
+    set_count = sum(member is not None for member in members)
+    if set_count == 1 and (a.int_ is not None or a.bool_ is not None):
+        return []  # the common case, with nothing more to check
     errs: list[FieldError] = []
     if a.string is not None:
         errs += _string_value(f"{path}.string", a.string)
@@ -204,8 +208,6 @@ def _validate_attribute(path: str, a: dra.DeviceAttribute) -> list[FieldError]:
         errs += _string_value(f"{path}.strings[{i}]", s)
     for i, v in enumerate(a.versions or []):
         errs += _version_value(f"{path}.versions[{i}]", v)
-    members = [a.bool_, a.int_, a.string, a.version, a.bools, a.ints, a.strings, a.versions]
-    set_count = sum(member is not None for member in members)
     if set_count == 0:
         errs.append(FieldError.invalid(path, "", "exactly one value must be specified"))
     elif set_count > 1:
