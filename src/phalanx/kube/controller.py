@@ -3,9 +3,9 @@
 Algorithm (one thread owns the cache and the engine; reflectors and the binder's pool only talk to it by queue):
 
 1. Drain deltas. Each updates the cache (objects as JSON dicts by resource and key) and, once the engine is
-   built, becomes an engine event: pod add/update/delete, PodGroup add/update/delete. A relist's ``Replace`` is
-   diffed against the cache by resourceVersion, so nothing is lost or applied twice. Node and PriorityClass
-   changes (and Namespace changes) rebuild the engine from the cache (the engine has no node events yet).
+   built, becomes an engine event: pod add/update/delete, PodGroup add/update/delete, Node add/update/delete.
+   A relist's ``Replace`` is diffed against the cache by resourceVersion, so nothing is lost or applied twice.
+   PriorityClass, Namespace and PodDisruptionBudget changes rebuild the engine from the cache.
 2. When every collection has listed and this instance leads, build the engine from the cache (``load``), then
    ``run`` it. Pods the engine bound are submitted to the binder; a gang's members are bound only after its whole
    PodGroup cycle succeeded, because the engine binds nothing before that.
@@ -47,7 +47,7 @@ __all__ = ["Controller", "Engine", "obj_key"]
 
 log = logging.getLogger("phalanx.kube")
 _TERMINAL = ("Succeeded", "Failed")
-_REBUILD = {"nodes", "priorityclasses", "namespaces", "poddisruptionbudgets"}
+_REBUILD = {"priorityclasses", "namespaces", "poddisruptionbudgets"}
 
 
 def obj_key(obj: dict[str, Any]) -> str:
@@ -199,6 +199,12 @@ class Controller:
             return
         if resource in _REBUILD:
             self.rebuild = True
+        elif resource == "nodes":
+            # The node's pods leave the engine with it; the API server's pod deletions follow (pod GC).
+            if obj is None:
+                eng.delete_node(key)
+            elif (node := _decode(obj, Node)) is not None:
+                eng.update_node(node)
         elif resource == "pods":
             if obj is not None and self._confirms_placement(eng, key, obj):
                 return
