@@ -104,18 +104,39 @@ class Search:
         n = len(infos)
         self.cluster_used = [state.is_allocated(info.index) for info in infos]
         self.holders: list[list[int]] = [[] for _ in range(n)]  # claims allocating each non-multi device
-        self.mask = 0  # bit per taken non-multi device, for the memo key
         self.cls, self.rank = classes if classes is not None else ([], [])
-        self.cls_taken = [0] * (max(self.cls) + 1 if self.cls else 0)
+        self.members: list[list[int]] = [[] for _ in range(max(self.cls) + 1 if self.cls else 0)]
+        for pos, c in enumerate(self.cls):
+            self.members[c].append(pos)
+        self.cls_taken = [0] * len(self.members)
+        self.demand: dict[int, dict[tuple[int, str, str], Fraction]] = {
+            pos: {(info.pool_id, cs, counter): amount for cs, counter, amount in info.consumes}
+            for pos, info in enumerate(infos)
+            if info.consumes
+        }
         self.counters: dict[tuple[int, str, str], Fraction] = {}
         self.available: dict[tuple[int, str, str], Fraction] = {}
         self.shares: dict[int, int] = {}  # multi-allocatable device -> shares taken in this attempt
         self.capacity: dict[int, dict[str, int]] = {}
         self.picks: list[list[Pick]] = [[] for _ in claims]
         self.selected: dict[tuple[int, int], int] = {}
-        # adminAccess makes device use depend on which claim took it: the memo key would not capture that
-        self.memo = not any(r.ref.admin_access for r in _flat(reqs))
+        # Without classes (adminAccess: device use depends on which claim took it) the memo key would not capture
+        # the taken devices, so there is no memo then.
+        self.memo = classes is not None
         self.failed: set[Hashable] = set()
+        self.later = self._later_classes() if self.memo else {}
+
+    def _later_classes(self) -> dict[tuple[int, int], list[bool]]:
+        """For each request: which device classes some later request (or claim) could still use."""
+        out: dict[tuple[int, int], list[bool]] = {}
+        seen = [False] * len(self.members)
+        for ci in reversed(range(len(self.reqs))):
+            for ri in reversed(range(len(self.reqs[ci]))):
+                out[(ci, ri)] = list(seen)
+                for req in self.reqs[ci][ri]:
+                    for pos in req.candidates:
+                        seen[self.cls[pos]] = True
+        return out
 
     # --- the recursion (mirrors upstream's allocateOne) ------------------------------------------------------------
 
@@ -212,19 +233,31 @@ class Search:
     # --- pruning -------------------------------------------------------------------------------------------------
 
     def _memo_key(self, req: Req, di: int, start: int) -> Hashable | None:
+        """Everything the rest of the search depends on. Devices enter only through what is still usable: per
+        class, how many members are taken (for classes later requests can use) or whether this request can still
+        take its next member (only members from ``start`` on matter to it); the counters are explicit."""
         if not self.memo:
             return None
+        later = self.later[(req.ci, req.ri)]
+        usable: list[int] = []
+        for c, members in enumerate(self.members):
+            taken = self.cls_taken[c]
+            if later[c]:
+                usable.append(taken)
+            elif members[-1] >= start:
+                usable.append(taken if taken < len(members) and members[taken] >= start else -1)
         trackers = tuple(t.key() for t in self.trackers[req.ci])
+        counters = tuple(sorted((k, v) for k, v in self.counters.items() if v))
         multi = tuple(sorted((p, tuple(sorted(c.items()))) for p, c in self.capacity.items())) if self.capacity else ()
-        return (req.ci, req.ri, req.si, di, start, self.mask, multi, trackers, len(self.picks[req.ci]))
+        return (req.ci, req.ri, req.si, di, start, tuple(usable), counters, multi, trackers, len(self.picks[req.ci]))
 
     def _enough(self, req: Req, need: int, start: int) -> bool:
         """Whether enough untaken candidates remain from ``start`` for the rest of this request (a necessary
         condition, so failing it proves the subtree has no solution)."""
-        free = [p for p in req.candidates[bisect_left(req.candidates, start) :] if self._free(req, p)]
+        free = [p for p in req.candidates[bisect_left(req.candidates, start) :] if self._usable(req, p, start)]
         if any(p in req.errors for p in free):
             return True  # the search must reach that device and report its error, as upstream does
-        if len(free) < need:
+        if len(free) < need or not self._counters_suffice(free, need):
             return False
         for t in req.scoped:
             tracker = self.trackers[req.ci][t]
@@ -248,10 +281,32 @@ class Search:
                 return False
         return True
 
-    def _free(self, req: Req, pos: int) -> bool:
+    def _usable(self, req: Req, pos: int, start: int) -> bool:
+        """Whether the rest of this request could take ``pos``: untaken, and its class not blocked by an untaken
+        earlier member (which this request has passed)."""
         if req.ref.admin_access:
             return req.ci not in self.holders[pos]
-        return not (self.cluster_used[pos] or self.holders[pos])
+        if self.cluster_used[pos] or self.holders[pos]:
+            return False
+        if not self.cls or self.infos[pos].allow_multiple:
+            return True
+        c = self.cls[pos]
+        return self.members[c][self.cls_taken[c]] >= start
+
+    def _counters_suffice(self, free: list[int], need: int) -> bool:
+        """The ``need`` cheapest free devices must fit into every counter they draw from."""
+        keys = {k for p in free if p in self.demand for k in self.demand[p]}
+        for key in keys:
+            costs = sorted(self._cost(p, key) for p in free)
+            if sum(costs[:need]) + self.counters.get(key, Fraction(0)) > self._available(key):
+                return False
+        return True
+
+    def _cost(self, pos: int, key: tuple[int, str, str]) -> Fraction:
+        info = self.infos[pos]
+        if info.allow_multiple and (self.state.has_shares(info.index) or self.shares.get(pos)):
+            return Fraction(0)  # counters are charged once per multi-allocatable device
+        return self.demand.get(pos, {}).get(key, Fraction(0))
 
     # --- allocate one device (upstream's allocateDevice) ----------------------------------------------------------
 
@@ -320,8 +375,6 @@ class Search:
             share = share_id(self.claims[req.ci], req.ref.name, device_id, ordinal)
         else:
             self.holders[pos].append(req.ci)
-            if len(self.holders[pos]) == 1:
-                self.mask |= 1 << pos
             if self.cls:
                 self.cls_taken[self.cls[pos]] += 1
         self.picks[req.ci].append(Pick(req.ref, info.index, consumed, share))
@@ -343,8 +396,6 @@ class Search:
                 del self.capacity[undo.pos]
         else:
             self.holders[undo.pos].remove(undo.ci)
-            if not self.holders[undo.pos]:
-                self.mask &= ~(1 << undo.pos)
             if self.cls:
                 self.cls_taken[self.cls[undo.pos]] -= 1
         self._release(info, undo.charged)
