@@ -46,7 +46,8 @@ SCENARIO_DIR = Path(__file__).parent / "scenarios"
 
 _TOP_KEYS = {"name", "why", "objects", "config", "schedulerName", "xfail", "expect"}
 _REQUIRED = {"name", "why", "objects", "expect"}
-_EXPECT_KEYS = {"pods", "podGroups", "counts", "exactlyOneOf", "nodesUsed", "evictions"}
+_EXPECT_KEYS = {"pods", "podGroups", "counts", "exactlyOneOf", "nodesUsed", "evictions", "claims"}
+_CLAIM_FIELDS = {"allocated", "devices", "node", "reservedFor", "generatedFrom", "results"}
 _POD_FIELDS = {"phase", "node", "reason", "message", "nominatedNode"}
 _GROUP_FIELDS = {"minCount", "scheduledPods", "condition", "disruptionTarget"}
 _CONDITION_FIELDS = {"type", "status", "reason", "message"}
@@ -133,6 +134,8 @@ def load_scenario(path: Path) -> Scenario:
     evictions = expect.get("evictions")
     if evictions is not None and not isinstance(evictions, dict):
         raise _fail(path, "expect.evictions: must map each victim to its preemptor (Pod/name or PodGroup/name)")
+    for claim, fields in (expect.get("claims") or {}).items():
+        _check_fields(path, f"expect.claims[{claim}]", fields, _CLAIM_FIELDS)
     used = expect.get("nodesUsed")
     if used is not None:
         _check_fields(path, "expect.nodesUsed", used, {"pods", "nodes"})
@@ -198,6 +201,8 @@ def check_result(scenario: Scenario, result: dict[str, Any], run: str = "") -> N
             want_evictions[_key(victim)] = f"{kind}/{_key(name)}"
         if got_evictions != want_evictions:
             problems.append(f"evictions are {got_evictions}, expected {want_evictions}")
+    for name, fields in (expect.get("claims") or {}).items():
+        problems += _check_claim(scenario, result, name, fields)
     if "nodesUsed" in expect:
         used = expect["nodesUsed"]
         for m in used["pods"]:
@@ -209,6 +214,51 @@ def check_result(scenario: Scenario, result: dict[str, Any], run: str = "") -> N
     if problems:
         where = f" [{run}]" if run else ""
         pytest.fail(f"{scenario.path.name} ({scenario.name}){where}:\n  " + "\n  ".join(problems), pytrace=False)
+
+
+def _find_claim(scenario: Scenario, result: dict[str, Any], name: str) -> dict[str, Any]:
+    """``ns/name`` or ``name`` of a claim; ``pod:<pod>:<entry>`` is the claim generated for that pod's entry."""
+    claims = {f"{c['namespace']}/{c['name']}": c for c in result["resourceClaims"]}
+    if name.startswith(("pod:", "podgroup:")):
+        _, owner, entry = name.split(":")
+        prefix = f"{_key(owner)}-{entry}-"
+        found = [c for k, c in claims.items() if k.startswith(prefix) and "generatedFrom" in c]
+        if len(found) != 1:
+            raise _fail(scenario.path, f"expect.claims names {name!r}, but {len(found)} generated claims match")
+        return found[0]
+    if _key(name) not in claims:
+        raise _fail(scenario.path, f"expect.claims names {name!r}, which is not a claim of the result")
+    return claims[_key(name)]
+
+
+def _check_claim(scenario: Scenario, result: dict[str, Any], name: str, fields: dict[str, Any]) -> list[str]:
+    """allocated: bool; devices: [driver/pool/device] in result order; node: the node a node-local allocation is
+    pinned to; reservedFor: consumer names; generatedFrom; results: sub-mappings compared field by field."""
+    claim = _find_claim(scenario, result, name)
+    allocation = claim["allocation"]
+    results = (allocation or {}).get("devices", {}).get("results", [])
+    problems = []
+    got: dict[str, Any] = {
+        "allocated": allocation is not None,
+        "devices": [f"{r['driver']}/{r['pool']}/{r['device']}" for r in results],
+        "reservedFor": [r["name"] for r in claim["reservedFor"]],
+        "generatedFrom": claim.get("generatedFrom"),
+    }
+    terms = ((allocation or {}).get("nodeSelector") or {}).get("nodeSelectorTerms") or []
+    fields_ = [f for t in terms for f in t.get("matchFields", []) if f.get("key") == "metadata.name"]
+    got["node"] = fields_[0]["values"][0] if len(fields_) == 1 and len(fields_[0]["values"]) == 1 else None
+    for field, want in fields.items():
+        if field == "results":
+            for i, sub in enumerate(want):
+                have = results[i] if i < len(results) else {}
+                for k, v in sub.items():
+                    if have.get(k) != v:
+                        problems.append(f"claim {name}: results[{i}].{k} is {have.get(k)!r}, expected {v!r}")
+            if len(want) != len(results):
+                problems.append(f"claim {name}: {len(results)} results, expected {len(want)}")
+        elif got[field] != want:
+            problems.append(f"claim {name}: {field} is {got[field]!r}, expected {want!r}")
+    return problems
 
 
 def _write_snapshot(scenario: Scenario, tmp_path: Path) -> Path:

@@ -27,7 +27,8 @@ def _amount(resource: str, value: int) -> str:
     if resource == "cpu":
         return f"{value / 1000:g}"
     if resource in ("memory", "ephemeral-storage") or resource.startswith("hugepages-"):
-        return f"{value / 2**30:.3g}Gi"
+        gib = value / 2**30
+        return f"{gib:.0f}Gi" if gib >= 100 else f"{gib:.3g}Gi"
     return str(value)
 
 
@@ -43,6 +44,40 @@ def render_nodes(nodes: list[dict[str, Any]], console: Console) -> None:
     if len(nodes) > _MAX_NODES:
         table.caption = f"{len(nodes) - _MAX_NODES} more nodes not shown (use -o json for everything)"
     console.print(table)
+
+
+def render_claims(result: dict[str, Any], console: Console) -> None:
+    """Which devices each claim got (per request, pool/device), and for a claim left unallocated, why its pods
+    did not get them."""
+    waiting = {(p["namespace"], p["name"]): p["message"] for p in result["pods"] if p["phase"] != "Scheduled"}
+    table = Table(title="ResourceClaims")
+    for col in ("NAMESPACE", "NAME", "RESERVED FOR", "DEVICES", "NODE"):
+        table.add_column(col, overflow="fold")
+    for c in result["resourceClaims"]:
+        consumers = ", ".join(r["name"] for r in c["reservedFor"]) or "-"
+        allocation = c["allocation"]
+        if allocation is None:
+            why = next(
+                (waiting[(c["namespace"], n)] for n in _consumer_pods(result, c) if (c["namespace"], n) in waiting), ""
+            )
+            table.add_row(c["namespace"], c["name"], consumers, f"[red]not allocated[/] {why}".strip(), "-")
+            continue
+        by_request: dict[str, list[str]] = {}
+        for r in allocation["devices"]["results"]:
+            by_request.setdefault(r["request"], []).append(f"{r['pool']}/{r['device']}")
+        devices = "; ".join(f"{req}: {' '.join(devs)}" for req, devs in by_request.items())
+        terms = (allocation.get("nodeSelector") or {}).get("nodeSelectorTerms") or []
+        pinned = [v for t in terms for f in t.get("matchFields", []) for v in f.get("values", [])]
+        table.add_row(
+            c["namespace"], c["name"], consumers, devices, ", ".join(pinned) or ("any" if not terms else "selector")
+        )
+    console.print(table)
+
+
+def _consumer_pods(result: dict[str, Any], claim: dict[str, Any]) -> list[str]:
+    """Pods a claim was generated for (its name starts with the pod's), for an unallocated claim's reason."""
+    names = [p["name"] for p in result["pods"] if p["namespace"] == claim["namespace"]]
+    return [n for n in names if claim["name"].startswith(f"{n}-")]
 
 
 def render_table(result: dict[str, Any], console: Console, nodes: list[dict[str, Any]] | None = None) -> None:
@@ -72,6 +107,8 @@ def render_table(result: dict[str, Any], console: Console, nodes: list[dict[str,
                 "" if cond is None else cond["message"],
             )
         console.print(groups)
+    if result["resourceClaims"]:
+        render_claims(result, console)
     if nodes:
         render_nodes(nodes, console)
     phases = Counter(p["phase"] for p in result["pods"])

@@ -78,6 +78,7 @@ class Inventory:
     resource_slices: list[dra.ResourceSlice] = field(default_factory=list)
     resource_claims: list[dra.ResourceClaim] = field(default_factory=list)
     resource_claim_templates: list[dra.ResourceClaimTemplate] = field(default_factory=list)
+    generated_claims: dict[str, str] = field(default_factory=dict)  # claim ns/name -> template (controllers)
     sources: dict[int, Source] = field(default_factory=dict)
     texts: dict[str, str] = field(default_factory=dict)  # stdin's text, kept to locate lines
     trees: dict[str, list[yaml.Node]] = field(default_factory=dict)  # parsed once per file, only to locate lines

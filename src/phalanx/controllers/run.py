@@ -1,10 +1,12 @@
 """Running the controllers once over a snapshot, as `phalanx schedule` does before scheduling: every Job gets the
-pods (and Workload and PodGroup) its controller would have created, so a snapshot holding Jobs schedules them."""
+pods (and Workload and PodGroup) its controller would have created, and every pod or PodGroup that names a
+ResourceClaimTemplate gets its generated claim, so a snapshot holding Jobs and templates schedules them."""
 
 from __future__ import annotations
 
 from phalanx.api.loader import Inventory
 from phalanx.controllers.job import reconcile_job
+from phalanx.controllers.resource_claim import generate_claims
 
 __all__ = ["run_once"]
 
@@ -21,4 +23,10 @@ def run_once(inv: Inventory) -> list[str]:
             inv.pod_groups.append(out.pod_group)
         inv.pods.extend(out.pods)
         events += [f"Job {job.metadata.namespace}/{job.metadata.name}: {reason}" for reason in out.events]
+    generated = generate_claims(inv.pods, inv.pod_groups, inv.resource_claim_templates, inv.resource_claims)
+    inv.resource_claims.extend(generated.claims)
+    inv.generated_claims.update(generated.generated_from)
+    events += [
+        f"ResourceClaim {key}: Generated from ResourceClaimTemplate {t}" for key, t in generated.generated_from.items()
+    ]
     return events

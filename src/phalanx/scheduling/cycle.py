@@ -26,7 +26,7 @@ from phalanx.cluster.pods import PodInfo
 from phalanx.scheduling import outcome as o
 from phalanx.scheduling import placement as tas
 from phalanx.scheduling import preemption
-from phalanx.scheduling.framework import BoolArray, IntArray
+from phalanx.scheduling.framework import BoolArray, CycleState, IntArray
 from phalanx.scheduling.plugins.node_resources_fit import NodeResourcesFit
 from phalanx.scheduling.profile import Attempt, Profile
 
@@ -56,8 +56,9 @@ def schedule_pod(s: Scheduler, pi: PodInfo) -> None:
             # The pod waits for its victims to go; their PodDelete event requeues it (nominatedNodeName set).
             s.mark_unschedulable(pi, attempt, nominated=s.state.table.names[candidate.row])
             s.evict(candidate.victims, "Pod", pi.namespace, pi.name, profile.scheduler_name)
+    elif failed := s.reserve(pi, attempt.node):
+        s.fail(pi, o.REASON_SCHEDULER_ERROR, failed, rejected_by=("DynamicResources",))
     else:
-        s.state.assume(pi, attempt.node)
         s.bind(pi)
     s.stats.cycle_seconds.append(time.perf_counter() - start)
 
@@ -148,14 +149,17 @@ def _place(c: _Cycle, members: Sequence[PodInfo], within: BoolArray | None) -> t
         if attempt.node is None:
             failures.append((pi, attempt))
             continue
-        c.s.state.assume(pi, attempt.node)
+        if c.s.reserve(pi, attempt.node):
+            # Reserve failed (DynamicResources: devices Filter saw are gone): the member did not fit here.
+            failures.append((pi, Attempt(None, c.profile.diagnose(CycleState(), pi, c.s.state.table, within))))
+            continue
         placed.append((pi, attempt.node))
     return placed, failures
 
 
 def _forget(c: _Cycle, placed: Placed) -> None:
     for pi, _ in placed:
-        c.s.state.forget(pi)
+        c.s.unreserve(pi)
 
 
 def _submit(c: _Cycle, placed: Placed, failures: Failed) -> None:

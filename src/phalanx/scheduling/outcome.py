@@ -28,6 +28,7 @@ REASON_SCHEDULER_ERROR = "SchedulerError"
 REASON_GATED = "SchedulingGated"
 REASON_WAITING_POD_GROUP = "WaitingForPodGroup"
 REASON_WAITING_MIN_COUNT = "WaitingForMinCount"
+REASON_WAITING_CLAIM = "WaitingForResourceClaim"
 REASON_OTHER_SCHEDULER = "OtherScheduler"
 REASON_TERMINATING = "Terminating"
 REASON_PREEMPTED = "PreemptionByScheduler"  # the DisruptionTarget condition reason of a preemption victim

@@ -19,10 +19,12 @@ from phalanx.scheduling import outcome as o
 from phalanx.scheduling.config import SchedulerConfig, default_profile
 from phalanx.scheduling.cycle import schedule_pod, schedule_pod_group
 from phalanx.scheduling.framework import Code, Status
+from phalanx.scheduling.plugins.dynamic_resources import DynamicResources
 from phalanx.scheduling.plugins.pod_selectors import NAMESPACE_NAME_LABEL
 from phalanx.scheduling.preemption import VictimIndex
 from phalanx.scheduling.profile import Attempt, Profile
 from phalanx.scheduling.queue import SchedulingQueue
+from phalanx.scheduling.resource_claims import ClaimBinding, ResourceObjects
 
 __all__ = ["GroupInfo", "Scheduler", "Stats"]
 
@@ -68,6 +70,19 @@ class Scheduler:
         self.disruption_targets: dict[str, o.GroupCondition] = {}  # PodGroups that lost pods to preemption
         self.victim_index = VictimIndex()  # placed pods per node in preemption order, kept from the change log
         self.stats = Stats()
+        self.claims = ClaimBinding.build(self.state.table, None, self._group_of)
+        self._attach_claims()
+
+    def _group_of(self, pi: PodInfo) -> PodGroup | None:
+        gk = pi.group_key
+        group = self.groups.get(gk) if gk else None
+        return group.pod_group if group is not None else None
+
+    def _attach_claims(self) -> None:
+        for profile in self.profiles.values():
+            for plugin in (*profile.filters, *(p for p, _ in profile.scores)):
+                if isinstance(plugin, DynamicResources):
+                    plugin.attach(self.claims)
 
     # --- loading -------------------------------------------------------------------------------------------------
 
@@ -80,9 +95,11 @@ class Scheduler:
         runtime_classes: Iterable[RuntimeClass] = (),
         namespaces: Iterable[Namespace] = (),
         pdbs: Iterable[PodDisruptionBudget] = (),
+        resources: ResourceObjects | None = None,
     ) -> None:
-        """Take a snapshot: nodes first, then groups, then pods (bound pods accounted, pending pods queued).
-        Raises AdmissionError or UnknownPriorityClass for a pod the API server would not have admitted."""
+        """Take a snapshot: nodes first, then groups, then DRA objects, then pods (bound pods accounted, pending
+        pods queued). Raises AdmissionError or UnknownPriorityClass for a pod the API server would not have
+        admitted."""
         with paused_gc():
             self.priorities = PriorityResolver(priority_classes)
             self.runtime_classes = RuntimeClasses(runtime_classes)
@@ -93,6 +110,8 @@ class Scheduler:
             }
             for pg in pod_groups:
                 self._add_group(pg)
+            self.claims = ClaimBinding.build(self.state.table, resources, self._group_of)
+            self._attach_claims()
             infos = [self._info(p) for p in pods]
             for pi in infos:
                 self._register(pi)
@@ -135,6 +154,7 @@ class Scheduler:
             node = self.state.node_index(pod.spec.node_name)
             if node is not None:
                 self.state.add_bound(pi, node)
+                self.claims.adopt(pi)
             else:
                 # Bound to a node the snapshot lacks: it uses nothing we can see, but it is scheduled (the
                 # scheduler cache keeps such pods), so it still counts toward its gang's minCount.
@@ -170,6 +190,7 @@ class Scheduler:
         self.bound_elsewhere.discard(key)
         if pi.group_key:
             self.members.get(pi.group_key, set()).discard(key)
+        self.claims.release(pi.pod, key)
         if key in self.state.placement:
             self.state.remove(pi)
             self.queue.on_event("PodDelete")
@@ -194,8 +215,10 @@ class Scheduler:
 
     def delete_pod_group(self, key: str) -> None:
         """A PodGroup is gone: its pods wait for it again (PreEnqueue) until it is recreated."""
-        self.groups.pop(key, None)
+        group = self.groups.pop(key, None)
         self.conditions.pop(key, None)
+        if group is not None:
+            self.claims.release_group(group.pod_group.metadata.namespace, group.pod_group.metadata.name)
 
     def add_node(self, node: Node) -> None:
         """A node appeared (an existing name is an update). Pods the input already showed bound to it are
@@ -229,6 +252,7 @@ class Scheduler:
             self.outcomes.pop(pi.key, None)
             if pi.group_key:
                 self.members.get(pi.group_key, set()).discard(pi.key)
+            self.claims.release(pi.pod, pi.key)
         if gone:
             # Gone pods may have held a spread skew or an anti-affinity term over a domain with other nodes.
             self.queue.on_event("PodDelete")
@@ -240,13 +264,17 @@ class Scheduler:
         reason, message = self._gate(pi)
         if not reason:
             return Status()
-        plugin = "SchedulingGates" if reason == o.REASON_GATED else "GangScheduling"
+        plugin = {o.REASON_GATED: "SchedulingGates", o.REASON_WAITING_CLAIM: "DynamicResources"}.get(
+            reason, "GangScheduling"
+        )
         return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (message,), plugin)
 
     def _gate(self, pi: PodInfo) -> tuple[str, str]:
         """The PreEnqueue verdict as (reason, message); an empty reason admits the pod."""
         if pi.pod.spec.scheduling_gates:
             return o.REASON_GATED, o.MSG_GATED
+        if waiting := self.claims.waiting(pi):
+            return o.REASON_WAITING_CLAIM, waiting
         gk = pi.group_key
         if gk is None or not self.gang_enabled.get(pi.pod.spec.scheduler_name, True):
             return "", ""
@@ -278,6 +306,8 @@ class Scheduler:
             reason = (
                 o.REASON_GATED
                 if status.plugin == "SchedulingGates"
+                else o.REASON_WAITING_CLAIM
+                if status.plugin == "DynamicResources"
                 else (
                     o.REASON_WAITING_POD_GROUP
                     if "appear in scheduling queue" in status.message and "pod group" in status.message
@@ -289,8 +319,23 @@ class Scheduler:
 
     # --- callbacks from the cycles ---------------------------------------------------------------------------------
 
+    def reserve(self, pi: PodInfo, row: int) -> str:
+        """Assume the pod on ``row`` and reserve its claims there (Reserve). Returns '' or why Reserve failed,
+        in which case nothing is left assumed."""
+        self.state.assume(pi, row)
+        failed = self.claims.reserve(pi, row)
+        if failed:
+            self.state.forget(pi)
+        return failed
+
+    def unreserve(self, pi: PodInfo) -> None:
+        """Undo ``reserve`` (Unreserve): the node and any allocation made for the pod are released."""
+        self.claims.unreserve(pi)
+        self.state.forget(pi)
+
     def bind(self, pi: PodInfo) -> None:
         self.state.bind(pi)
+        self.claims.commit(pi)
         node = self.state.table.names[self.state.placement[pi.key]]
         msg = f"Successfully assigned {pi.key} to {node}"
         before = self.outcomes.get(pi.key)
@@ -323,6 +368,7 @@ class Scheduler:
                 continue
             node = self.state.table.names[row]
             self.state.remove(pi)
+            self.claims.release(pi.pod, pi.key)
             if pi.group_key:
                 self.members.get(pi.group_key, set()).discard(pi.key)
             message = o.MSG_PREEMPTED.format(scheduler)

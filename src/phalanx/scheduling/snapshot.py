@@ -9,6 +9,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
+import msgspec
+
 from phalanx.api.admission import AdmissionError
 from phalanx.api.errors import InputError
 from phalanx.api.loader import Inventory, load
@@ -16,6 +18,7 @@ from phalanx.api.priority import UnknownPriorityClass
 from phalanx.api.validation import validate
 from phalanx.controllers.run import run_once as run_controllers
 from phalanx.scheduling.config import SchedulerConfig
+from phalanx.scheduling.resource_claims import ResourceObjects
 from phalanx.scheduling.scheduler import Scheduler
 
 __all__ = ["API_VERSION", "Timings", "build_result", "node_summary", "peak_rss_bytes", "schedule_snapshot"]
@@ -61,8 +64,22 @@ def schedule_snapshot(
     sched = Scheduler(config, scheduler_name, seed)
     start = time.perf_counter()
     try:
+        resources = ResourceObjects(
+            inv.device_classes,
+            inv.resource_slices,
+            inv.resource_claims,
+            inv.resource_claim_templates,
+            inv.generated_claims,
+        )
         sched.load(
-            inv.nodes, inv.pods, inv.pod_groups, inv.priority_classes, inv.runtime_classes, inv.namespaces, inv.pdbs
+            inv.nodes,
+            inv.pods,
+            inv.pod_groups,
+            inv.priority_classes,
+            inv.runtime_classes,
+            inv.namespaces,
+            inv.pdbs,
+            resources=resources,
         )
     except (UnknownPriorityClass, AdmissionError) as exc:
         raise InputError([str(exc)]) from exc
@@ -118,7 +135,7 @@ def build_result(sched: Scheduler, timings: Timings) -> dict[str, Any]:
         "kind": "ScheduleResult",
         "pods": pods,
         "podGroups": groups,
-        "resourceClaims": [],
+        "resourceClaims": resource_claims(sched),
         "evictions": [
             {
                 "namespace": e.namespace,
@@ -138,6 +155,21 @@ def build_result(sched: Scheduler, timings: Timings) -> dict[str, Any]:
             "peakRssBytes": peak_rss_bytes(),
         },
     }
+
+
+def resource_claims(sched: Scheduler) -> list[dict[str, Any]]:
+    """Every claim, input or generated, with ``status.allocation`` and ``reservedFor`` as the scheduler leaves them."""
+    out = []
+    records = sched.claims.tracker.records
+    for key in sorted(records):
+        record = records[key]
+        entry: dict[str, Any] = {"namespace": record.claim.metadata.namespace, "name": record.claim.metadata.name}
+        if record.generated_from is not None:
+            entry["generatedFrom"] = record.generated_from
+        entry["allocation"] = msgspec.to_builtins(record.allocation) if record.allocation is not None else None
+        entry["reservedFor"] = [msgspec.to_builtins(r) for r in record.reserved_for]
+        out.append(entry)
+    return out
 
 
 def node_summary(sched: Scheduler) -> list[dict[str, Any]]:

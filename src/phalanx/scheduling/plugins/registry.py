@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from phalanx.scheduling.plugins import (
+    dynamic_resources,
     inter_pod_affinity,
     node_affinity,
     node_name,
@@ -49,6 +50,7 @@ REGISTRY: dict[str, PluginEntry] = {
     ),
     pod_topology_spread.NAME: PluginEntry(pod_topology_spread.PodTopologySpread, True, True),
     inter_pod_affinity.NAME: PluginEntry(inter_pod_affinity.InterPodAffinity, True, True),
+    dynamic_resources.NAME: PluginEntry(lambda a: dynamic_resources.DynamicResources(), True, True),
 }
 
 # Queue-sort, PreEnqueue and Permit plugins the engine implements in the queue and the PodGroup cycle.
@@ -58,7 +60,7 @@ QUEUE_AND_GATE_PLUGINS = {"PrioritySort", "SchedulingGates", "GangScheduling"}
 POST_FILTER_PLUGINS = {"DefaultPreemption"}
 
 # kube-scheduler plugins phalanx accepts in a configuration but does not model (no volumes or images in a
-# snapshot) or that arrive with later work (DRA).
+# snapshot).
 NOT_MODELLED = {
     "VolumeRestrictions",
     "NodeVolumeLimits",
@@ -66,7 +68,6 @@ NOT_MODELLED = {
     "VolumeZone",
     "ImageLocality",
     "DefaultBinder",
-    "DynamicResources",
 }
 
 # Placement plugins of the PodGroup cycle (topology-aware scheduling), implemented in scheduling/placement.py:
@@ -88,5 +89,7 @@ DEFAULT_PLUGINS: list[tuple[str, int]] = [
     (pod_topology_spread.NAME, 2),
     (inter_pod_affinity.NAME, 2),
     (node_resources_balanced_allocation.NAME, 1),
+    # DynamicResourceAllocation (GA) appends DynamicResources to the multi-point plugins.
+    (dynamic_resources.NAME, 1),
     ("GangScheduling", 0),
 ]

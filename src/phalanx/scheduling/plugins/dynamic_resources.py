@@ -1,0 +1,216 @@
+"""DynamicResources: a pod's ResourceClaims must be allocatable on the node (Filter), and nodes that give a
+claim its preferred ``firstAvailable`` alternative score higher (Score, the prioritized list).
+
+Filter: an allocated claim restricts the pod to its allocation's nodeSelector; the unallocated claims must be
+allocatable together on the node (``phalanx.dra.allocator``). Allocation results are cached per claim spec (pods
+from one template share them) over the full node table, and only the rows whose devices changed since are
+recomputed (``NodeTable.changes``; allocations that are not node-local invalidate everything). Reserve and
+Unreserve live in ``scheduling/resource_claims.py``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import msgspec
+import numpy as np
+
+from phalanx.api import dra
+from phalanx.cluster.node_selector import terms_mask
+from phalanx.cluster.nodes import NodeTable
+from phalanx.cluster.pods import PodInfo
+from phalanx.dra.allocator import AllocationError
+from phalanx.scheduling.framework import MAX_NODE_SCORE, BoolArray, CycleState, IntArray, StateKey
+from phalanx.scheduling.resource_claims import ClaimBinding
+
+__all__ = ["NAME", "REASON_CANNOT_ALLOCATE", "REASON_NOT_AVAILABLE", "DynamicResources"]
+
+NAME = "DynamicResources"
+REASON_CANNOT_ALLOCATE = "cannot allocate all claims"
+REASON_NOT_AVAILABLE = "resourceclaim not available on the node"
+_MAX_CACHED = 256
+_PRIORITY_BASE = 8  # the prioritized-list score gives 8 - index for the chosen firstAvailable alternative
+
+
+@dataclass
+class _View:
+    """One pod's claims as Filter sees them now."""
+
+    waiting: str = ""
+    in_use: str = ""
+    selectors: list[dra.AllocationResult] = field(default_factory=list)  # allocated claims' node restrictions
+    todo: list[dra.ResourceClaim] = field(default_factory=list)  # claims to allocate
+
+
+@dataclass
+class _Entry:
+    ok: BoolArray
+    results: dict[int, list[dra.AllocationResult] | None]
+    base: int
+    pos: int
+    epoch: int
+    generation: int
+    error: str = ""
+
+
+_VIEW: StateKey[_View] = StateKey("PreFilter" + NAME)
+
+
+class DynamicResources:
+    name: ClassVar[str] = NAME
+    static: ClassVar[bool] = False
+    unresolvable: ClassVar[bool] = True  # statusUnschedulable always uses UnschedulableAndUnresolvable
+    incremental: ClassVar[bool] = False  # keeps its own per-claim-spec cache (below)
+
+    def __init__(self) -> None:
+        self.binding: ClaimBinding | None = None
+        self._cache: dict[bytes, _Entry] = {}
+
+    def attach(self, binding: ClaimBinding) -> None:
+        self.binding = binding
+        self._cache.clear()
+
+    def skips(self, pod: PodInfo, nodes: NodeTable) -> bool:
+        return not pod.pod.spec.resource_claims
+
+    # --- Filter ---------------------------------------------------------------------------------------------------
+
+    def _view(self, state: CycleState, pod: PodInfo) -> _View:
+        try:
+            return state.read(_VIEW)
+        except KeyError:
+            pass
+        view = _View()
+        if self.binding is not None:
+            resolved = self.binding.claims(pod)
+            tracker = self.binding.tracker
+            if resolved.waiting:
+                view.waiting = resolved.waiting
+            else:
+                view.in_use = tracker.full(pod.pod, resolved.claims)
+                for pc in resolved.claims:
+                    record = tracker.records[pc.key]
+                    if record.allocation is not None and record.allocation.node_selector is not None:
+                        view.selectors.append(record.allocation)
+                view.todo = tracker.unallocated(resolved.claims)
+        state.write(_VIEW, view)
+        return view
+
+    def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: IntArray | None = None) -> BoolArray:
+        size = len(nodes) if rows is None else len(rows)
+        if not pod.pod.spec.resource_claims or self.binding is None:
+            return np.ones(size, dtype=bool)
+        view = self._view(state, pod)
+        if view.waiting or view.in_use:
+            return np.zeros(size, dtype=bool)
+        mask = self._selected(view, nodes)
+        if view.todo:
+            entry = self._allocatable(view.todo, pod, nodes)
+            mask &= entry.ok
+        return mask if rows is None else mask[rows]
+
+    def _selected(self, view: _View, nodes: NodeTable) -> BoolArray:
+        mask = np.ones(len(nodes), dtype=bool)
+        for allocation in view.selectors:
+            assert allocation.node_selector is not None
+            mask &= terms_mask(allocation.node_selector.node_selector_terms, nodes)
+        return mask
+
+    def _allocatable(self, todo: list[dra.ResourceClaim], pod: PodInfo, nodes: NodeTable) -> _Entry:
+        """Which nodes can allocate ``todo`` together: cached per claim spec, dirty rows recomputed."""
+        assert self.binding is not None
+        tracker = self.binding.tracker
+        key = msgspec.json.encode([pod.namespace, *(c.spec for c in todo)])
+        entry = self._cache.get(key)
+        log = nodes.changes
+        fresh = (
+            entry is not None
+            and entry.base == nodes.changes_base
+            and entry.epoch == tracker.epoch
+            and entry.generation == nodes.generation
+            and len(entry.ok) == len(nodes)
+        )
+        if entry is None or not fresh:
+            entry = _Entry(
+                np.zeros(len(nodes), dtype=bool), {}, nodes.changes_base, len(log), tracker.epoch, nodes.generation
+            )
+            self._compute(entry, todo, range(len(nodes)))
+            self._cache[key] = entry
+            if len(self._cache) > _MAX_CACHED:
+                self._cache.pop(next(iter(self._cache)))
+        elif entry.pos < len(log):
+            dirty = sorted(set(log[entry.pos :]))
+            entry.pos = len(log)
+            self._compute(entry, todo, dirty)
+        return entry
+
+    def _compute(self, entry: _Entry, todo: list[dra.ResourceClaim], rows: range | list[int]) -> None:
+        assert self.binding is not None
+        allocator = self.binding.tracker.allocator
+        for row in rows:
+            try:
+                found = allocator.allocate(row, todo)
+            except AllocationError as exc:
+                # Fatal for the attempt (a broken selector or class): no node is feasible, and the reason says why.
+                entry.error = str(exc)
+                entry.ok[:] = False
+                entry.results.clear()
+                return
+            entry.results[row] = found
+            entry.ok[row] = found is not None
+
+    def reasons(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rejected: IntArray) -> Counter[str]:
+        view = self._view(state, pod)
+        if view.waiting or view.in_use:
+            return Counter({view.waiting or view.in_use: len(rejected)})
+        selected = self._selected(view, nodes)
+        out: Counter[str] = Counter()
+        error = ""
+        if view.todo:
+            error = self._allocatable(view.todo, pod, nodes).error
+        for row in rejected:
+            if not selected[row]:
+                out[REASON_NOT_AVAILABLE] += 1
+            else:
+                out[error or REASON_CANNOT_ALLOCATE] += 1
+        return out
+
+    # --- Score (prioritized list) ---------------------------------------------------------------------------------
+
+    def score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, feasible: IntArray) -> IntArray | None:
+        if not pod.pod.spec.resource_claims or self.binding is None:
+            return None
+        view = self._view(state, pod)
+        if not any(r.first_available for c in view.todo for r in c.spec.devices.requests):
+            return None  # without firstAvailable, DRA does not score nodes
+        entry = self._allocatable(view.todo, pod, nodes)
+        out = np.zeros(len(feasible), dtype=np.int64)
+        for i, row in enumerate(feasible):
+            results = entry.results.get(int(row))
+            if results is not None:
+                out[i] = sum(_preference(claim, result) for claim, result in zip(view.todo, results, strict=True))
+        return out
+
+    def normalize(self, scores: IntArray) -> IntArray:
+        lo, hi = (int(scores.min()), int(scores.max())) if len(scores) else (0, 0)
+        if hi == lo:
+            return np.zeros(len(scores), dtype=np.int64)
+        return (scores - lo) * MAX_NODE_SCORE // (hi - lo)
+
+
+def _preference(claim: dra.ResourceClaim, result: dra.AllocationResult) -> int:
+    """Σ over the claim's firstAvailable requests of 8 - the index of the chosen subrequest."""
+    chosen: dict[str, str] = {}
+    for r in result.devices.results:
+        parent, _, sub = r.request.partition("/")
+        if sub:
+            chosen[parent] = sub
+    total = 0
+    for request in claim.spec.devices.requests:
+        if request.first_available and request.name in chosen:
+            names = [s.name for s in request.first_available]
+            if chosen[request.name] in names:
+                total += _PRIORITY_BASE - names.index(chosen[request.name])
+    return total
