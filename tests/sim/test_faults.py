@@ -176,6 +176,7 @@ def test_cli_generator_options(tmp_path: Path) -> None:
     assert out.exit_code == 0, out.output
     row = json.loads(out.output)["policies"][0]
     assert row["nodeFailures"] > 0 and row["restartsByCause"]["podFailure"] > 0
-    assert "node failures / drains" in (tmp_path / "r.html").read_text()
+    page = (tmp_path / "r.html").read_text()
+    assert "node failures / drains" in page and "nodeFailure: restarts (GPU-h lost)" in page
     bad = CliRunner().invoke(cli, [*args, "--node-mtbf-hours", "0"])
     assert bad.exit_code == 2 and "must be positive" in bad.output

@@ -24,6 +24,7 @@ def render_html(results: Sequence[SimulationResult], summaries: Sequence[dict[st
     parts = [
         f"<h1>{html.escape(title)}</h1>",
         _table(summaries),
+        _causes(summaries),
         _chart(
             "GPUs allocated over time",
             "hours",
@@ -48,6 +49,19 @@ def _table(summaries: Sequence[dict[str, Any]]) -> str:
         body.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>")
     header = "".join(f"<th>{html.escape(h)}</th>" for h in COMPARISON_HEADER)
     return f'<table id="summary"><thead><tr>{header}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+
+
+def _causes(summaries: Sequence[dict[str, Any]]) -> str:
+    """Restarts and GPU-hours lost by cause, per policy: shown only when something was cut short."""
+    if not any(r["restarts"] or r["failedJobs"] for r in summaries):
+        return ""
+    causes = list(summaries[0]["restartsByCause"])
+    header = "".join(f"<th>{html.escape(c)}: restarts (GPU-h lost)</th>" for c in causes)
+    body = []
+    for r in summaries:
+        cells = [r["policy"]] + [f"{r['restartsByCause'][c]} ({r['lostGpuHoursByCause'][c]})" for c in causes]
+        body.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
+    return f'<table id="causes"><thead><tr><th>policy</th>{header}</tr></thead><tbody>{"".join(body)}</tbody></table>'
 
 
 def _series(r: SimulationResult, value: Any) -> tuple[np.ndarray, np.ndarray]:
