@@ -47,12 +47,16 @@ class Allocator:
         classes: Mapping[str, dra.DeviceClass],
         features: Features = DEFAULT_FEATURES,
         compile: CompileFn | None = None,  # default: phalanx.api.cel.compile_selector
+        prune: bool = True,
     ) -> None:
+        """``prune=False`` runs upstream's plain search (no symmetry, memo or lookahead): tests and benchmarks use
+        it to show that pruning never changes the answer and what it saves."""
         self.inventory = inventory
         self.state = state
         self.classes = classes
         self.features = features
         self._compile = compile
+        self._prune = prune
         self._selectors: Selectors | None = None
         self.stats = AllocatorStats()
         # Pools that were invalid on the node of the last allocate() that found no solution: kube-scheduler then
@@ -79,8 +83,9 @@ class Allocator:
         attributes = sorted({t.attribute for ts in trackers for t in ts})
         list_mode = self.features.list_type_attributes
         values = {a: [attribute_value(info, a, list_mode) for info in infos] for a in attributes}
-        classes = _device_classes(reqs, infos, values, self.state)
+        classes = _device_classes(reqs, infos, values, self.state) if self._prune else None
         search = Search(claims, reqs, trackers, infos, self.state, self.features, classes, values, self.stats)
+        search.lookahead = self._prune
         if not search.run():
             self.invalid_pools = [p.pool_id_text for p in call.pools if p.invalid]
             return None

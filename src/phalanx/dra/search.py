@@ -123,6 +123,7 @@ class Search:
         # Without classes (adminAccess: device use depends on which claim took it) the memo key would not capture
         # the taken devices, so there is no memo then.
         self.memo = classes is not None
+        self.lookahead = True  # fail fast on candidate, counter and constraint counts
         self.failed: set[Hashable] = set()
         self.later = self._later_classes() if self.memo else {}
 
@@ -202,7 +203,7 @@ class Search:
         if key is not None and key in self.failed:
             self.stats.memo_hits += 1
             return False
-        if not self._enough(req, req.count - di, start):
+        if self.lookahead and not self._enough(req, req.count - di, start):
             return False
         for pos in req.candidates[bisect_left(req.candidates, start) :]:
             if req.ref.admin_access:
@@ -297,8 +298,12 @@ class Search:
         """The ``need`` cheapest free devices must fit into every counter they draw from."""
         keys = {k for p in free if p in self.demand for k in self.demand[p]}
         for key in keys:
+            used, available = self.counters.get(key, Fraction(0)), self._available(key)
+            if used > available:
+                continue  # already over (cluster over-committed): only devices drawing from the pool are refused
             costs = sorted(self._cost(p, key) for p in free)
-            if sum(costs[:need]) + self.counters.get(key, Fraction(0)) > self._available(key):
+            # Going over needs a device that draws from this counter, and that device is then refused.
+            if sum(costs[:need]) + used > available:
                 return False
         return True
 
