@@ -31,6 +31,8 @@ EVENT_HINTS: dict[str, frozenset[str]] = {
     # A matching pod placed or gone changes a domain's count either way (skew, affinity, anti-affinity).
     "PodTopologySpread": frozenset({"PodAdd", "AssignedPodAdd", "PodDelete", "NodeAdd", "NodeUpdate"}),
     "InterPodAffinity": frozenset({"PodAdd", "AssignedPodAdd", "PodDelete", "NodeAdd", "NodeUpdate"}),
+    # Devices come back when a pod (and its claims) goes, a claim is deallocated, or slices or classes change.
+    "DynamicResources": frozenset({"PodDelete", "NodeAdd", "ResourceClaimChange", "ResourceSliceChange"}),
 }
 
 
@@ -111,6 +113,17 @@ class SchedulingQueue:
                 continue
             for event in EVENT_HINTS.get(plugin, ()):
                 self._by_event.setdefault(event, set()).add(pi.key)
+
+    def retry_gated(self, plugin: str) -> int:
+        """Re-run PreEnqueue for the pods ``plugin`` gated (a claim they wait for may exist now)."""
+        keys = sorted(k for k, (_, status) in self.gated.items() if status.plugin == plugin)
+        moved = 0
+        for key in keys:
+            pi = self.gated[key][0]
+            self.remove(key)
+            self.add(pi)
+            moved += key in self._active
+        return moved
 
     def on_event(self, event: str, group_key: str | None = None) -> int:
         """Move pods that ``event`` may help back to the active queue (queueing hints); a Pod or PodGroup add

@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from phalanx.api.admission import RuntimeClasses
+from phalanx.api.dra import ResourceClaim
 from phalanx.api.gcpause import paused_gc
 from phalanx.api.models import Namespace, Node, Pod, PodDisruptionBudget, PodGroup, PriorityClass, RuntimeClass
 from phalanx.api.priority import PriorityResolver
@@ -208,6 +209,17 @@ class Scheduler:
                 return current
         self.delete_pod(key)
         return self.add_pod(pod)
+
+    def add_resource_claim(self, claim: ResourceClaim, generated_from: str | None = None) -> None:
+        """A ResourceClaim appeared or changed (allocation and reservedFor as its status says): pods waiting for
+        it are tried again."""
+        self.claims.tracker.add_claim(claim, generated_from)
+        self.queue.retry_gated("DynamicResources")
+        self.queue.on_event("ResourceClaimChange")
+
+    def delete_resource_claim(self, namespace: str, name: str) -> None:
+        self.claims.tracker.delete_claim(f"{namespace}/{name}")
+        self.queue.on_event("ResourceClaimChange")
 
     def add_pod_group(self, pg: PodGroup) -> None:
         group = self._add_group(pg)
