@@ -118,7 +118,10 @@ def schedule_pod_group(s: Scheduler, first: PodInfo, group: GroupInfo) -> None:
     cycle = _Cycle(s, group, profile, members, quorum, s.bound_members(group))
     intent = tas.intent_of(group.pod_group, profile)
     if intent is None:
-        _submit(cycle, *_default_algorithm(cycle, None))
+        placed, failures = _default_algorithm(cycle, None)
+        if not cycle.reached(len(placed)):
+            placed, failures = _group_claim_placements(cycle, placed, failures)
+        _submit(cycle, placed, failures)
     else:
         _placement_algorithm(cycle, intent)
     if profile.preemption and not any(s.is_bound(pi.key) for pi in members):
@@ -139,6 +142,26 @@ def _default_algorithm(c: _Cycle, within: BoolArray | None) -> tuple[Placed, Fai
         _forget(c, retry_placed)
         placed, failures = _place(c, c.members, within)
     return placed, failures
+
+
+_MAX_CLAIM_SCOPES = 32
+
+
+def _group_claim_placements(c: _Cycle, placed: Placed, failures: Failed) -> tuple[Placed, Failed]:
+    """Beyond v1.36, which allocates a PodGroup claim for whichever member is placed first: when the group did not
+    fit, try it again inside each place its group claims could be allocated (the node set of each distinct
+    allocation, such as one NVLink clique's nodes), so the claim goes where the whole group fits. The first
+    success wins; otherwise the first attempt's outcome stands."""
+    if not any(pc.group is not None for pc in c.s.claims.claims(c.members[0]).claims):
+        return placed, failures
+    _forget(c, placed)  # the first member's Reserve allocated the group claims: release them to look again
+    scopes = c.s.claims.group_claim_scopes(c.members[0], c.s.state.table, _MAX_CLAIM_SCOPES)
+    for scope in scopes:
+        tried, tried_failures = _default_algorithm(c, scope)
+        if c.reached(len(tried)):
+            return tried, tried_failures
+        _forget(c, tried)
+    return _default_algorithm(c, None)
 
 
 def _place(c: _Cycle, members: Sequence[PodInfo], within: BoolArray | None) -> tuple[Placed, Failed]:

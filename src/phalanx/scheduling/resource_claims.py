@@ -9,12 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+import numpy as np
+import numpy.typing as npt
+
 from phalanx.api import dra
 from phalanx.api.models import Pod, PodGroup
+from phalanx.cluster.node_selector import terms_mask
 from phalanx.cluster.nodes import NodeTable
 from phalanx.cluster.pods import PodInfo
 from phalanx.dra.allocator import AllocationError
-from phalanx.dra.claims import ClaimTracker, PodClaim, PodClaims
+from phalanx.dra.claims import ClaimTracker, PodClaim, PodClaims, Suspension
 
 __all__ = ["ClaimBinding", "ResourceObjects"]
 
@@ -44,6 +48,7 @@ class ClaimBinding:
         self.tracker = tracker
         self.group_of = group_of
         self.held: dict[str, tuple[PodClaim, ...]] = {}  # pod key -> claims the pod reserved
+        self.priority: dict[str, int] = {}  # pod key -> priority of the pods in ``held`` (preemption asks)
 
     @classmethod
     def build(
@@ -72,6 +77,7 @@ class ClaimBinding:
             return
         self.tracker.reserve(pi.pod, resolved.claims, [], pi.key, allocate=False)
         self.held[pi.key] = resolved.claims
+        self.priority[pi.key] = pi.priority
 
     def reserve(self, pi: PodInfo, row: int) -> str:
         """Allocate the pod's unallocated claims for node ``row`` and reserve every claim for it. Returns '' or
@@ -93,10 +99,12 @@ class ClaimBinding:
             results = found
         self.tracker.reserve(pi.pod, resolved.claims, results, pi.key)
         self.held[pi.key] = resolved.claims
+        self.priority[pi.key] = pi.priority
         return ""
 
     def unreserve(self, pi: PodInfo) -> None:
         claims = self.held.pop(pi.key, None)
+        self.priority.pop(pi.key, None)
         if claims is not None:
             self.tracker.unreserve(pi.pod, claims, pi.key)
 
@@ -108,8 +116,63 @@ class ClaimBinding:
     def release(self, pod: Pod, key: str) -> None:
         """The pod is gone (deleted, finished, evicted): its claims no longer hold devices for it."""
         claims = self.held.pop(key, None)
+        self.priority.pop(key, None)
         if claims is not None:
             self.tracker.release(pod, claims)
 
+    def suspend(self, pi: PodInfo) -> Suspension:
+        """Preemption's what-if removal of a placed pod: its claims as ``release`` would leave them, undone by
+        ``resume``."""
+        claims = self.held.get(pi.key)
+        return self.tracker.suspend(pi.pod, claims) if claims is not None else Suspension()
+
+    def resume(self, token: Suspension) -> None:
+        self.tracker.resume(token)
+
+    def freeable(self, namespace: str, below: int) -> list[dra.AllocationResult]:
+        """Allocations in ``namespace`` that evicting pods of priority < ``below`` could free: every consumer in
+        reservedFor is such a pod holding the claim here. A PodGroup consumer, or one this engine does not know,
+        keeps the devices (a superset of what preemption frees: it still checks each node for real)."""
+        out: list[dra.AllocationResult] = []
+        for record in self.tracker.records.values():
+            if record.allocation is None or not record.reserved_for or record.claim.metadata.namespace != namespace:
+                continue
+            keys = [f"{namespace}/{r.name}" for r in record.reserved_for if r.resource == "pods" and not r.api_group]
+            if len(keys) == len(record.reserved_for) and all(self.priority.get(k, below) < below for k in keys):
+                out.append(record.allocation)
+        return out
+
     def release_group(self, namespace: str, name: str) -> None:
         self.tracker.release_group(namespace, name)
+
+    def group_claim_scopes(self, pi: PodInfo, nodes: NodeTable, limit: int) -> list[npt.NDArray[np.bool_]]:
+        """Where the PodGroup claims ``pi`` shares with its group could be allocated: the distinct node sets an
+        allocation's nodeSelector would allow (for a multi-host device, e.g. the nodes of one NVLink clique), in
+        node order, at most ``limit``. Empty when the group has no unallocated group claim, or when every
+        allocation would be usable everywhere (nothing to choose)."""
+        resolved = self.claims(pi)
+        keys = list(dict.fromkeys(pc.key for pc in resolved.claims if pc.group is not None))
+        todo = [r.claim for k in keys if (r := self.tracker.records[k]).allocation is None]
+        if not todo:
+            return []
+        seen: set[bytes] = set()
+        scopes: list[npt.NDArray[np.bool_]] = []
+        for row in range(len(nodes)):
+            try:
+                found = self.tracker.allocator.allocate(row, todo)
+            except AllocationError:
+                return []
+            if found is None:
+                continue
+            mask = np.ones(len(nodes), dtype=bool)
+            for result in found:
+                if result.node_selector is not None:
+                    mask &= terms_mask(result.node_selector.node_selector_terms, nodes)
+            key = np.packbits(mask).tobytes()
+            if key in seen or mask.all():
+                continue
+            seen.add(key)
+            scopes.append(mask)
+            if len(scopes) >= limit:
+                break
+        return scopes
