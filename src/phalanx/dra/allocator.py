@@ -83,9 +83,12 @@ class Allocator:
         attributes = sorted({t.attribute for ts in trackers for t in ts})
         list_mode = self.features.list_type_attributes
         values = {a: [attribute_value(info, a, list_mode) for info in infos] for a in attributes}
-        classes = _device_classes(reqs, infos, values, self.state) if self._prune else None
+        # An All request under a constraint fails with an error at whichever device breaks the constraint first,
+        # so where upstream raises depends on the exact branches it explores: search those calls unpruned.
+        prune = self._prune and not any(r.mode_all and r.scoped for claim in reqs for subs in claim for r in subs)
+        classes = _device_classes(reqs, infos, values, self.state) if prune else None
         search = Search(claims, reqs, trackers, infos, self.state, self.features, classes, values, self.stats)
-        search.lookahead = self._prune
+        search.lookahead = prune
         if not search.run():
             self.invalid_pools = [p.pool_id_text for p in call.pools if p.invalid]
             return None

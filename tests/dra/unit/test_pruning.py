@@ -29,6 +29,9 @@ def instances(draw: st.DrawFn) -> dict[str, Any]:
             dev["consumesCounters"] = [{"counterSet": "cs", "counters": {"mem": {"value": str(cost)}}}]
         if draw(st.integers(0, 5)) == 0:
             dev["taints"] = [{"key": "bad", "effect": "NoSchedule"}]
+        if draw(st.integers(0, 3)) == 0:
+            dev["allowMultipleAllocations"] = True
+            dev["capacity"] = {"mem": {"value": "4"}}
         devices.append(dev)
     claims = []
     for c in range(draw(st.integers(1, 2))):
@@ -37,6 +40,10 @@ def instances(draw: st.DrawFn) -> dict[str, Any]:
             request: dict[str, Any] = {"name": f"r{r}", "count": draw(st.integers(1, 3))}
             if draw(st.booleans()):
                 request["selectors"] = [{"cel": {"expression": SELECTOR}}]
+            if draw(st.integers(0, 3)) == 0:
+                request["capacity"] = {"requests": {"mem": str(draw(st.integers(1, 3)))}}
+            if draw(st.integers(0, 6)) == 0:
+                request = {"name": f"r{r}", "allocationMode": "All", "selectors": request.get("selectors", [])}
             if draw(st.integers(0, 3)) == 0:
                 request = {"name": f"r{r}", "firstAvailable": [{"name": "big", "deviceClassName": "gpu", "count": 3},
                                                                {"name": "small", "deviceClassName": "gpu", "count": 1}]}  # fmt: skip
