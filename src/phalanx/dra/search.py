@@ -126,6 +126,12 @@ class Search:
         self.lookahead = True  # fail fast on candidate, counter and constraint counts
         self.failed: set[Hashable] = set()
         self.later = self._later_classes() if self.memo else {}
+        # per request: the claim's constraints that this or a later request of the claim is subject to
+        self.ahead = {
+            (ci, ri): sorted({t for subs in claim[ri:] for r in subs for t in r.scoped})
+            for ci, claim in enumerate(reqs)
+            for ri in range(len(claim))
+        }
 
     def _later_classes(self) -> dict[tuple[int, int], list[bool]]:
         """For each request: which device classes some later request (or claim) could still use."""
@@ -199,8 +205,9 @@ class Search:
         return False
 
     def _exact(self, req: Req, di: int, in_sub: bool, start: int) -> bool:
-        key = self._memo_key(req, di, start)
-        if key is not None and key in self.failed:
+        # The state on return equals the state on entry (every take is undone), so the key is only built when it
+        # can matter: to look up once something has failed, and to record a failure.
+        if self.failed and self._memo_key(req, di, start) in self.failed:
             self.stats.memo_hits += 1
             return False
         if self.lookahead and not self._enough(req, req.count - di, start):
@@ -227,8 +234,8 @@ class Search:
                 self._undo(undo)
                 raise
             self._undo(undo)
-        if key is not None:
-            self.failed.add(key)
+        if self.memo:
+            self.failed.add(self._memo_key(req, di, start))
         return False
 
     # --- pruning -------------------------------------------------------------------------------------------------
@@ -247,7 +254,7 @@ class Search:
                 usable.append(taken)
             elif members[-1] >= start:
                 usable.append(taken if taken < len(members) and members[taken] >= start else -1)
-        trackers = tuple(t.key() for t in self.trackers[req.ci])
+        trackers = tuple(self.trackers[req.ci][t].key() for t in self.ahead[(req.ci, req.ri)])
         counters = tuple(sorted((k, v) for k, v in self.counters.items() if v))
         multi = tuple(sorted((p, tuple(sorted(c.items()))) for p, c in self.capacity.items())) if self.capacity else ()
         return (req.ci, req.ri, req.si, di, start, tuple(usable), counters, multi, trackers, len(self.picks[req.ci]))

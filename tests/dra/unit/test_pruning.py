@@ -129,3 +129,34 @@ def test_result_shape() -> None:
     assert isinstance(got[0], dra.AllocationResult)
     assert got[0].node_selector is not None
     assert got[0].node_selector.node_selector_terms[0].match_fields[0].values == ["n1"]
+
+
+def test_memo_skips_a_failing_request_already_searched() -> None:
+    """req-b can never be satisfied (no two devices agree on both attributes, which candidate counting cannot
+    see); without the memo every one of req-a's 20 choices would search req-b's 16 x 15 pairs again."""
+    a_devices = [{"name": f"a{i}", "attributes": {"idx": {"int": i}, "side": {"int": 0}}} for i in range(6)]
+    b_devices = [
+        {"name": f"b{x}{y}", "attributes": {"x": {"int": x}, "y": {"int": y}, "side": {"int": 1}}}
+        for x in range(4)
+        for y in range(4)
+    ]
+    side = f'device.attributes["{DRIVER}"].side == '
+    constraints = [
+        {"distinctAttribute": f"{DRIVER}/idx", "requests": ["req-a"]},
+        {"matchAttribute": f"{DRIVER}/x", "requests": ["req-b"]},
+        {"matchAttribute": f"{DRIVER}/y", "requests": ["req-b"]},
+    ]
+    claims = [
+        claim(
+            "c",
+            {"name": "req-a", "count": 3, "selectors": [{"cel": {"expression": side + "0"}}]},
+            {"name": "req-b", "count": 2, "selectors": [{"cel": {"expression": side + "1"}}]},
+            constraints=constraints,
+        )
+    ]
+    slices = [device_slice("s", a_devices + b_devices)]
+    pruned, plain = allocator(slices), allocator(slices, prune=False)
+    assert pruned.allocate(0, claims) is None
+    assert plain.allocate(0, claims) is None
+    assert pruned.stats.memo_hits > 0
+    assert pruned.stats.steps <= plain.stats.steps
