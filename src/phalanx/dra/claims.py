@@ -8,7 +8,9 @@ tentative (assumed) until its pod binds, as in kube-scheduler's assume cache; Un
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import msgspec
@@ -28,6 +30,7 @@ __all__ = [
     "ClaimTracker",
     "PodClaim",
     "PodClaims",
+    "Suspension",
     "claim_key",
 ]
 
@@ -76,6 +79,13 @@ class PodClaims:
     waiting: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class Suspension:
+    """What ``ClaimTracker.suspend`` took from one pod's claims: per claim, the consumer entries removed."""
+
+    entries: tuple[tuple[str, tuple[dra.ResourceClaimConsumerReference, ...]], ...] = ()
+
+
 class ClaimTracker:
     """Claims, classes, templates and the device inventory of one engine."""
 
@@ -99,6 +109,11 @@ class ClaimTracker:
         self.allocated = AllocatedState(self.inventory)
         self.allocator = Allocator(self.inventory, self.allocated, self.classes, self.features)
         self.epoch = 0  # bumped whenever an allocation that is not node-local changes
+        # What-if removals for preemption (suspend/resume): reservedFor before the first open suspension of a
+        # claim, how many suspensions of it are open, and the allocations of claims left with no consumer.
+        self._order: dict[str, list[dra.ResourceClaimConsumerReference]] = {}
+        self._open: Counter[str] = Counter()
+        self._parked: dict[str, tuple[dra.AllocationResult, str | None]] = {}
         for claim in claims:
             self.add_claim(claim)
 
@@ -248,8 +263,8 @@ class ClaimTracker:
                     self.epoch += 1
                 record.allocation = None
                 record.assumed_by = None
-            if record.generated_from is not None and _owned_by(record.claim, "Pod", pod.metadata.name):
-                del self.records[pc.key]
+            if _owned_by(record.claim, "Pod", pod.metadata.name):
+                del self.records[pc.key]  # generated for the pod (template or extended resources): gone with it
 
     def release_group(self, namespace: str, name: str) -> None:
         """The PodGroup is gone: its claims lose their PodGroup reservation (and their devices when unused)."""
@@ -266,8 +281,73 @@ class ClaimTracker:
                 self.allocated.remove(record.allocation)
                 self.epoch += 1
                 record.allocation = None
-            if record.generated_from is not None and _owned_by(record.claim, "PodGroup", name):
+            if _owned_by(record.claim, "PodGroup", name):
                 del self.records[key]
+
+    # --- what-if removal (preemption) -------------------------------------------------------------------------------
+
+    def suspend(self, pod: Pod, claims: Sequence[PodClaim]) -> Suspension:
+        """As ``release`` would leave them, for a what-if: drop the pod from its claims' reservedFor, and a claim
+        left with no consumer frees its devices. Nothing is deleted, and ``resume`` puts everything back. PodGroup
+        claims are untouched: their PodGroup reservation outlives the pods (workload-api.md §5.2)."""
+        entries: list[tuple[str, tuple[dra.ResourceClaimConsumerReference, ...]]] = []
+        for key, pc in {pc.key: pc for pc in claims if pc.group is None}.items():
+            record = self.records.get(key)
+            if record is None:
+                continue
+            ref = _consumer(pod, pc)
+            removed = tuple(r for r in record.reserved_for if _same(r, ref))
+            if not removed:
+                continue
+            self._order.setdefault(key, list(record.reserved_for))
+            self._open[key] += 1
+            record.reserved_for = [r for r in record.reserved_for if not _same(r, ref)]
+            entries.append((key, removed))
+            if not record.reserved_for and record.allocation is not None:
+                self._parked[key] = (record.allocation, record.assumed_by)
+                self.allocated.remove(record.allocation)
+                self._changed(record.allocation)
+                record.allocation = None
+                record.assumed_by = None
+        return Suspension(tuple(entries))
+
+    def resume(self, token: Suspension) -> None:
+        """Undo ``suspend``. Suspensions may be resumed in any order; once all of a claim's are, its allocation,
+        reservedFor (in its order) and the AllocatedState are exactly as before the first."""
+        for key, removed in token.entries:
+            record = self.records[key]
+            parked = self._parked.pop(key, None)
+            if parked is not None:
+                record.allocation, record.assumed_by = parked
+                self.allocated.add(parked[0])
+                self._changed(parked[0])
+            present = [*record.reserved_for, *removed]
+            order = self._order[key]
+            record.reserved_for = [r for r in order if r in present] + [r for r in present if r not in order]
+            self._open[key] -= 1
+            if not self._open[key]:
+                del self._open[key], self._order[key]
+
+    @contextmanager
+    def without(self, allocations: Sequence[dra.AllocationResult]) -> Iterator[None]:
+        """The AllocatedState with ``allocations`` taken out while the block runs (a what-if for the allocator;
+        caches keyed on the epoch or the node table are not told, so only call the allocator inside)."""
+        for allocation in allocations:
+            self.allocated.remove(allocation)
+        try:
+            yield
+        finally:
+            for allocation in allocations:
+                self.allocated.add(allocation)
+
+    def _changed(self, allocation: dra.AllocationResult) -> None:
+        """Tell Filter caches that devices of ``allocation`` changed: its node's row, or every node (epoch)."""
+        nodes = self.inventory.nodes
+        row = nodes.index.get(_node_local_name(allocation) or "")
+        if row is None:
+            self.epoch += 1
+        else:
+            nodes.touch(row)
 
     def full(self, pod: Pod, claims: Sequence[PodClaim]) -> str:
         """The first claim whose reservedFor has no room for the pod ("in use"), or ''."""
@@ -284,6 +364,19 @@ def _consumer(pod: Pod, pc: PodClaim) -> dra.ResourceClaimConsumerReference:
         name = pc.group.split("/", 1)[1]
         return dra.ResourceClaimConsumerReference(api_group=_PODGROUPS[0], resource=_PODGROUPS[1], name=name)
     return dra.ResourceClaimConsumerReference(resource="pods", name=pod.metadata.name, uid=pod.metadata.uid)
+
+
+def _same(a: dra.ResourceClaimConsumerReference, b: dra.ResourceClaimConsumerReference) -> bool:
+    return a.resource == b.resource and a.name == b.name
+
+
+def _node_local_name(allocation: dra.AllocationResult) -> str | None:
+    """The node a node-local allocation's nodeSelector names (matchFields metadata.name In [one node])."""
+    if not _node_local(allocation):
+        return None
+    assert allocation.node_selector is not None
+    field = allocation.node_selector.node_selector_terms[0].match_fields[0]
+    return field.values[0] if field.operator == "In" and len(field.values) == 1 else None
 
 
 def _node_local(allocation: dra.AllocationResult) -> bool:

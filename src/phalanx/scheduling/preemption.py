@@ -26,6 +26,7 @@ import numpy.typing as npt
 from phalanx.api.models import PodDisruptionBudget
 from phalanx.cluster.nodes import NodeTable
 from phalanx.cluster.pods import PodInfo
+from phalanx.dra.claims import Suspension
 from phalanx.scheduling.diagnosis import Diagnosis
 from phalanx.scheduling.framework import BoolArray, CycleState, IntArray
 from phalanx.scheduling.placement import per_node_only
@@ -208,8 +209,9 @@ def preempt_pod(s: Scheduler, profile: Profile, pi: PodInfo, diag: Diagnosis) ->
 
 def _fast_path(s: Scheduler, profile: Profile, pi: PodInfo) -> bool:
     """Victims can be chosen from resource vectors alone: the preemptor is judged by per-node filters only (no
-    spread or inter-pod terms), has no host ports, and neither PDBs nor running gangs need the general path."""
-    if s.pdbs or pi.host_ports or not per_node_only(profile, pi, s.state.table):
+    spread or inter-pod terms), has no host ports and no claims (the devices victims free are not in the
+    vectors), and neither PDBs nor running gangs need the general path."""
+    if s.pdbs or pi.host_ports or pi.pod.spec.resource_claims or not per_node_only(profile, pi, s.state.table):
         return False
     return not any(g.min_count is not None and s.members.get(k) for k, g in s.groups.items())
 
@@ -398,8 +400,9 @@ def select_victims(
     ]
     if not lower:
         return Counter({MSG_NO_VICTIMS: 1})
+    held = _Held(s)
     for v in lower:
-        state.remove(v)
+        held.remove(v)
     try:
         rejecting = profile.rejecting_filter(pi, table, row)
         if rejecting is not None:
@@ -412,9 +415,9 @@ def select_victims(
         violations = 0
         for group, is_violating in ((violating, True), (fine, False)):
             for v in group:
-                state.add_bound(v, row)
+                held.add(v, row)
                 if profile.rejecting_filter(pi, table, row) is not None:
-                    state.remove(v)
+                    held.remove(v)
                     victims.append(v)
                     violations += is_violating
         victims = _whole_gangs(s, victims)
@@ -423,7 +426,24 @@ def select_victims(
     finally:
         for v in lower:
             if v.key not in state.placement:
-                state.add_bound(v, row)
+                held.add(v, row)
+
+
+class _Held:
+    """Removes placed pods for a what-if and puts them back: their node usage, and (beyond v1.36, where
+    DynamicResources does not model victim removal) their claims, so a victim's devices count as freed."""
+
+    def __init__(self, s: Scheduler) -> None:
+        self.s = s
+        self.tokens: dict[str, Suspension] = {}
+
+    def remove(self, pi: PodInfo) -> None:
+        self.s.state.remove(pi)
+        self.tokens[pi.key] = self.s.claims.suspend(pi)
+
+    def add(self, pi: PodInfo, row: int) -> None:
+        self.s.state.add_bound(pi, row)
+        self.s.claims.resume(self.tokens.pop(pi.key))
 
 
 def _gang_key(s: Scheduler, v: PodInfo) -> str | None:
@@ -589,8 +609,9 @@ def select_group_victims(s: Scheduler, units: list[Unit], sim: Simulator) -> Gro
     no fewer members placed) still fits beside. The state is left as found."""
     state = s.state
     removed: list[tuple[PodInfo, int]] = [(p, state.placement[p.key]) for u in units for p in u.pods]
+    held = _Held(s)
     for p, _ in removed:
-        state.remove(p)
+        held.remove(p)
     try:
         most, ok = sim.count(range(len(state.table)))
         if not ok:
@@ -609,11 +630,11 @@ def select_group_victims(s: Scheduler, units: list[Unit], sim: Simulator) -> Gro
             for u in group:
                 rows = [where[p.key] for p in u.pods]
                 for p in u.pods:
-                    state.add_bound(p, where[p.key])
+                    held.add(p, where[p.key])
                 placed, fits = sim.count(rows)
                 if not fits or placed < most:
                     for p in u.pods:
-                        state.remove(p)
+                        held.remove(p)
                     sim.count(rows)
                     victims.append(u)
                     violations += is_violating
@@ -622,7 +643,7 @@ def select_group_victims(s: Scheduler, units: list[Unit], sim: Simulator) -> Gro
     finally:
         for p, row in removed:
             if p.key not in state.placement:
-                state.add_bound(p, row)
+                held.add(p, row)
 
 
 def any_victims(s: Scheduler, own_group: str, below: int) -> bool:

@@ -248,7 +248,11 @@ class Profile:
         remaining = np.ones(len(nodes), dtype=bool) if allowed is None else allowed.copy()
         for plugin in self.filters:
             mask = self._filter(plugin, state, pod, nodes)
-            if not plugin.unresolvable:
+            check = getattr(plugin, "resolvable_rows", None)
+            if check is not None:
+                # A plugin that can tell which of its rejections preemption would resolve (DynamicResources).
+                out |= check(state, pod, nodes, remaining & ~mask)
+            elif not plugin.unresolvable:
                 rejected = remaining & ~mask
                 # Plugins whose status code depends on the reason (own affinity unmet, a missing topology label)
                 # name their unresolvable reasons; they reject few nodes, so they are asked node by node.

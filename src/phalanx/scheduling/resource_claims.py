@@ -129,15 +129,16 @@ class ClaimBinding:
     def resume(self, token: Suspension) -> None:
         self.tracker.resume(token)
 
-    def freeable(self, namespace: str, below: int) -> list[dra.AllocationResult]:
-        """Allocations in ``namespace`` that evicting pods of priority < ``below`` could free: every consumer in
-        reservedFor is such a pod holding the claim here. A PodGroup consumer, or one this engine does not know,
-        keeps the devices (a superset of what preemption frees: it still checks each node for real)."""
+    def freeable(self, below: int) -> list[dra.AllocationResult]:
+        """Allocations that evicting pods of priority < ``below`` could free: every consumer in reservedFor is
+        such a pod holding the claim here. A PodGroup consumer, or one this engine does not know, keeps the
+        devices (a superset of what preemption frees: it still checks each node for real)."""
         out: list[dra.AllocationResult] = []
         for record in self.tracker.records.values():
-            if record.allocation is None or not record.reserved_for or record.claim.metadata.namespace != namespace:
+            if record.allocation is None or not record.reserved_for:
                 continue
-            keys = [f"{namespace}/{r.name}" for r in record.reserved_for if r.resource == "pods" and not r.api_group]
+            ns = record.claim.metadata.namespace
+            keys = [f"{ns}/{r.name}" for r in record.reserved_for if r.resource == "pods" and not r.api_group]
             if len(keys) == len(record.reserved_for) and all(self.priority.get(k, below) < below for k in keys):
                 out.append(record.allocation)
         return out

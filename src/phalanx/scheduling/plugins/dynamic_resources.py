@@ -6,6 +6,10 @@ allocatable together on the node (``phalanx.dra.allocator``). Allocation results
 from one template share them) over the full node table, and only the rows whose devices changed since are
 recomputed (``NodeTable.changes``; allocations that are not node-local invalidate everything). Reserve and
 Unreserve live in ``scheduling/resource_claims.py``.
+
+Beyond v1.36 (whose Filter rejections are always UnschedulableAndUnresolvable): ``resolvable_rows`` names the nodes
+where freeing the devices of claims held only by lower-priority pods would let the claims be allocated, so
+preemption considers them (docs/preemption.md).
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ class _View:
     in_use: str = ""
     selectors: list[dra.AllocationResult] = field(default_factory=list)  # allocated claims' node restrictions
     todo: list[dra.ResourceClaim] = field(default_factory=list)  # claims to allocate
+    extended: list[str] = field(default_factory=list)  # extended resources a DeviceClass serves (DRAExtendedResource)
 
 
 @dataclass
@@ -73,7 +78,13 @@ class DynamicResources:
         self._cache.clear()
 
     def skips(self, pod: PodInfo, nodes: NodeTable) -> bool:
-        return not pod.pod.spec.resource_claims
+        return not self._concerns(pod)
+
+    def _concerns(self, pod: PodInfo) -> bool:
+        """The pod has claims, or asks for an extended resource a DeviceClass serves."""
+        if pod.pod.spec.resource_claims:
+            return True
+        return self.binding is not None and bool(self.binding.extended_requests(pod))
 
     # --- Filter ---------------------------------------------------------------------------------------------------
 
@@ -84,6 +95,7 @@ class DynamicResources:
             pass
         view = _View()
         if self.binding is not None:
+            view.extended = sorted({name for name, *_ in self.binding.extended_requests(pod)})
             resolved = self.binding.claims(pod)
             tracker = self.binding.tracker
             if resolved.waiting:
@@ -100,16 +112,33 @@ class DynamicResources:
 
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: IntArray | None = None) -> BoolArray:
         size = len(nodes) if rows is None else len(rows)
-        if not pod.pod.spec.resource_claims or self.binding is None:
+        if self.binding is None or not self._concerns(pod):
             return np.ones(size, dtype=bool)
         view = self._view(state, pod)
         if view.waiting or view.in_use:
             return np.zeros(size, dtype=bool)
-        mask = self._selected(view, nodes)
-        if view.todo:
-            entry = self._allocatable(view.todo, pod, nodes)
-            mask &= entry.ok
+        mask = self._selected(view, nodes) & self._claims_mask(view, pod, nodes)
         return mask if rows is None else mask[rows]
+
+    def _claims_mask(self, view: _View, pod: PodInfo, nodes: NodeTable) -> BoolArray:
+        """Where the unallocated claims can be allocated together, with, on each node that does not advertise
+        an extended resource the pod asks for, the claim the scheduler would create for it."""
+        if not view.extended:
+            return self._allocatable(view.todo, pod, nodes).ok if view.todo else np.ones(len(nodes), dtype=bool)
+        assert self.binding is not None
+        pattern = np.zeros(len(nodes), dtype=np.int64)
+        for bit, name in enumerate(view.extended):
+            col = nodes.resources.column.get(name)
+            lacks = np.ones(len(nodes), dtype=bool) if col is None else nodes.allocatable[:, col] == 0
+            pattern |= lacks.astype(np.int64) << bit
+        out = np.zeros(len(nodes), dtype=bool)
+        for code in np.unique(pattern).tolist():
+            rows = pattern == code
+            lacking = frozenset(name for bit, name in enumerate(view.extended) if code >> bit & 1)
+            claim = self.binding.extended_claim(pod, lacking)
+            todo = [*view.todo, claim] if claim is not None else view.todo
+            out[rows] = self._allocatable(todo, pod, nodes).ok[rows] if todo else True
+        return out
 
     def _selected(self, view: _View, nodes: NodeTable) -> BoolArray:
         mask = np.ones(len(nodes), dtype=bool)
@@ -160,6 +189,43 @@ class DynamicResources:
                 return
             entry.results[row] = found
             entry.ok[row] = found is not None
+
+    def resolvable_rows(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rejected: BoolArray) -> BoolArray:
+        """Of the ``rejected`` nodes, those where the pod's claims could be allocated once the claims reserved only
+        by pods of lower priority are freed. Missing claims, a full reservedFor, an allocated claim pinned
+        elsewhere and fatal allocation errors stay unresolvable."""
+        out = np.zeros(len(nodes), dtype=bool)
+        view = self._view(state, pod)
+        if self.binding is None or view.waiting or view.in_use or not view.todo:
+            return out
+        if self._allocatable(view.todo, pod, nodes).error:
+            return out
+        freeable = self.binding.freeable(pod.priority)
+        rows = np.flatnonzero(rejected & self._selected(view, nodes) & self._served(freeable, nodes))
+        tracker = self.binding.tracker
+        with tracker.without(freeable):
+            for row in rows:
+                try:
+                    out[row] = tracker.allocator.allocate(int(row), view.todo) is not None
+                except AllocationError:
+                    return np.zeros(len(nodes), dtype=bool)
+        return out
+
+    def _served(self, allocations: list[dra.AllocationResult], nodes: NodeTable) -> BoolArray:
+        """The nodes that can use some device of ``allocations`` (freeing them changes nothing elsewhere)."""
+        assert self.binding is not None
+        inventory = self.binding.tracker.inventory
+        mask = np.zeros(len(nodes), dtype=bool)
+        for allocation in allocations:
+            for r in allocation.devices.results:
+                device = inventory.lookup(r.driver, r.pool, r.device)
+                if device is None or r.admin_access:
+                    continue  # never counted as allocated: freeing it frees nothing
+                scope = inventory.scope_mask(device)
+                if scope is None:
+                    return np.ones(len(nodes), dtype=bool)
+                mask |= scope
+        return mask
 
     def reasons(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rejected: IntArray) -> Counter[str]:
         view = self._view(state, pod)
