@@ -105,6 +105,9 @@ class NodeTable:
     node_pods: list[dict[str, PodInfo]] = field(default_factory=list)
     affinity_groups: dict[bytes, AffinityGroup] = field(default_factory=dict)
     namespace_labels: dict[str, dict[str, str]] = field(default_factory=dict)  # Namespace objects, when given
+    # Extended resources a DeviceClass serves (extendedResourceName, DRAExtendedResource): on a node that does not
+    # advertise one, DynamicResources checks it instead of NodeResourcesFit.
+    dra_resources: frozenset[str] = frozenset()
 
     def touch(self, row: int) -> None:
         """Record that row ``row``'s usage changed."""

@@ -13,14 +13,18 @@ import numpy as np
 import numpy.typing as npt
 
 from phalanx.api import dra
-from phalanx.api.models import Pod, PodGroup
+from phalanx.api.models import ObjectMeta, OwnerReference, Pod, PodGroup
+from phalanx.api.quantity import parse_quantity
 from phalanx.cluster.node_selector import terms_mask
 from phalanx.cluster.nodes import NodeTable
 from phalanx.cluster.pods import PodInfo
 from phalanx.dra.allocator import AllocationError
-from phalanx.dra.claims import ClaimTracker, PodClaim, PodClaims, Suspension
+from phalanx.dra.claims import ClaimTracker, PodClaim, PodClaims, Suspension, claim_key
 
-__all__ = ["ClaimBinding", "ResourceObjects"]
+__all__ = ["EXTENDED_RESOURCE_ANNOTATION", "IMPLICIT_EXTENDED_PREFIX", "ClaimBinding", "ResourceObjects"]
+
+EXTENDED_RESOURCE_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
+IMPLICIT_EXTENDED_PREFIX = "deviceclass.resource.kubernetes.io/"
 
 
 class ResourceObjects:
@@ -49,6 +53,7 @@ class ClaimBinding:
         self.group_of = group_of
         self.held: dict[str, tuple[PodClaim, ...]] = {}  # pod key -> claims the pod reserved
         self.priority: dict[str, int] = {}  # pod key -> priority of the pods in ``held`` (preemption asks)
+        self.extended = extended_resource_classes(tracker.classes.values())
 
     @classmethod
     def build(
@@ -59,7 +64,9 @@ class ClaimBinding:
         for claim in objects.claims:
             key = f"{claim.metadata.namespace}/{claim.metadata.name}"
             tracker.add_claim(claim, objects.generated_from.get(key))
-        return cls(tracker, group_of)
+        binding = cls(tracker, group_of)
+        nodes.dra_resources = frozenset(binding.extended)
+        return binding
 
     def claims(self, pi: PodInfo) -> PodClaims:
         return self.tracker.resolve(pi.pod, self.group_of(pi))
@@ -79,28 +86,89 @@ class ClaimBinding:
         self.held[pi.key] = resolved.claims
         self.priority[pi.key] = pi.priority
 
-    def reserve(self, pi: PodInfo, row: int) -> str:
-        """Allocate the pod's unallocated claims for node ``row`` and reserve every claim for it. Returns '' or
-        why Reserve failed (a claim taken since Filter ran, or a fatal allocation error)."""
+    def reserve(self, pi: PodInfo, row: int, nodes: NodeTable) -> str:
+        """Allocate the pod's unallocated claims (and the claim for extended resources the node does not
+        advertise) for node ``row`` and reserve every claim for it. Returns '' or why Reserve failed (a claim
+        taken since Filter ran, or a fatal allocation error)."""
         resolved = self.claims(pi)
         if resolved.waiting:
             return resolved.waiting
-        if not resolved.claims:
+        claims = list(resolved.claims)
+        extended = self.extended_claim(pi, self.lacking(pi, nodes, row))
+        if extended is not None:
+            self.tracker.add_claim(extended)
+            claims.append(PodClaim("", claim_key(pi.namespace, extended.metadata.name), None))
+        if not claims:
             return ""
-        todo = self.tracker.unallocated(resolved.claims)
+        todo = self.tracker.unallocated(claims)
         results: list[dra.AllocationResult] = []
         if todo:
             try:
                 found = self.tracker.allocator.allocate(row, todo)
             except AllocationError as exc:
-                return str(exc)
+                found, failed = None, str(exc)
+            else:
+                failed = "cannot allocate all claims"
             if found is None:
-                return "cannot allocate all claims"
+                if extended is not None:
+                    self.tracker.delete_claim(claims[-1].key)
+                return failed
             results = found
-        self.tracker.reserve(pi.pod, resolved.claims, results, pi.key)
-        self.held[pi.key] = resolved.claims
+        self.tracker.reserve(pi.pod, claims, results, pi.key)
+        self.held[pi.key] = tuple(claims)
         self.priority[pi.key] = pi.priority
         return ""
+
+    # --- extended resources served by DRA (DRAExtendedResource) ---------------------------------------------------
+
+    def extended_requests(self, pi: PodInfo) -> list[tuple[str, int, int, str]]:
+        """(resource, container index, count, class) for each container request of a resource a DeviceClass
+        serves (regular containers; init containers' extended resources are not served by DRA here)."""
+        if not self.extended:
+            return []
+        out = []
+        for i, container in enumerate(pi.pod.spec.containers):
+            # Extended resources cannot be overcommitted: a limit without a request is the request.
+            wanted = {**container.resources.limits, **container.resources.requests}
+            for name, quantity in sorted(wanted.items()):
+                cls = self.extended.get(name)
+                if cls is not None:
+                    count = int(parse_quantity(quantity))
+                    if count > 0:
+                        out.append((name, i, count, cls))
+        return out
+
+    def lacking(self, pi: PodInfo, nodes: NodeTable, row: int) -> frozenset[str]:
+        """The DRA-served resources the pod asks for that node ``row`` does not advertise."""
+        out = set()
+        for name, *_ in self.extended_requests(pi):
+            col = nodes.resources.column.get(name)
+            if col is None or nodes.allocatable[row, col] == 0:
+                out.add(name)
+        return frozenset(out)
+
+    def extended_claim(self, pi: PodInfo, lacking: frozenset[str]) -> dra.ResourceClaim | None:
+        """The claim the scheduler creates for the pod's extended-resource requests a node does not advertise:
+        one ExactCount request ``container-<i>-request-<j>`` per container and resource."""
+        if not lacking:
+            return None
+        requests = []
+        per_container: dict[int, int] = {}
+        for name, i, count, cls in self.extended_requests(pi):
+            if name not in lacking:
+                continue
+            j = per_container.get(i, 0)
+            per_container[i] = j + 1
+            exact = dra.ExactDeviceRequest(device_class_name=cls, count=count)
+            requests.append(dra.DeviceRequest(name=f"container-{i}-request-{j}", exactly=exact))
+        owner = OwnerReference(api_version="v1", kind="Pod", name=pi.name, uid=pi.pod.metadata.uid, controller=True)
+        meta = ObjectMeta(
+            name=f"{pi.name[:40]}-extended-resources",
+            namespace=pi.namespace,
+            annotations={EXTENDED_RESOURCE_ANNOTATION: "true"},
+            owner_references=[owner],
+        )
+        return dra.ResourceClaim(metadata=meta, spec=dra.ResourceClaimSpec(devices=dra.DeviceClaim(requests=requests)))
 
     def unreserve(self, pi: PodInfo) -> None:
         claims = self.held.pop(pi.key, None)
@@ -177,3 +245,25 @@ class ClaimBinding:
             if len(scopes) >= limit:
                 break
         return scopes
+
+
+def extended_resource_classes(classes: Iterable[dra.DeviceClass]) -> dict[str, str]:
+    """Extended resource name -> DeviceClass: each class's ``extendedResourceName`` (when two classes name the
+    same resource, the most recently created wins, ties to the lexicographically first name) and its implicit
+    ``deviceclass.resource.kubernetes.io/<class>``."""
+    out: dict[str, str] = {}
+    explicit: dict[str, dra.DeviceClass] = {}
+    for cls in sorted(classes, key=lambda c: c.metadata.name):
+        out[IMPLICIT_EXTENDED_PREFIX + cls.metadata.name] = cls.metadata.name
+        name = cls.spec.extended_resource_name
+        if not name:
+            continue
+        current = explicit.get(name)
+        created = cls.metadata.creation_timestamp
+        if current is None or (
+            created is not None
+            and (current.metadata.creation_timestamp is None or created > current.metadata.creation_timestamp)
+        ):
+            explicit[name] = cls
+    out.update({name: cls.metadata.name for name, cls in explicit.items()})
+    return out

@@ -335,7 +335,7 @@ class Scheduler:
         """Assume the pod on ``row`` and reserve its claims there (Reserve). Returns '' or why Reserve failed,
         in which case nothing is left assumed."""
         self.state.assume(pi, row)
-        failed = self.claims.reserve(pi, row)
+        failed = self.claims.reserve(pi, row, self.state.table)
         if failed:
             self.state.forget(pi)
         return failed

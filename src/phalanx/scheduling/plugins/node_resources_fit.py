@@ -65,17 +65,29 @@ class NodeResourcesFit:
         mask: BoolArray = nodes.pod_count[sel] < nodes.max_pods[sel]
         cols, vals = self.checked(pod)
         if len(cols):
-            free = nodes.allocatable[sel][:, cols] - nodes.requested[sel][:, cols]
-            mask &= (free >= vals).all(axis=1)
+            allocatable = nodes.allocatable[sel][:, cols]
+            ok = allocatable - nodes.requested[sel][:, cols] >= vals
+            mask &= (ok | self._by_dra(cols, nodes, allocatable)).all(axis=1)
         return mask
+
+    @staticmethod
+    def _by_dra(cols: IntArray, nodes: NodeTable, allocatable: IntArray) -> BoolArray:
+        """Where a resource is left to DynamicResources: a DeviceClass serves it and the node does not advertise it."""
+        if not nodes.dra_resources:
+            return np.zeros(allocatable.shape, dtype=bool)
+        served = np.array([nodes.resources.names[c] in nodes.dra_resources for c in cols.tolist()], dtype=bool)
+        return served & (allocatable == 0)
 
     def reasons(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rejected: IntArray) -> Counter[str]:
         out: Counter[str] = Counter()
         out[TOO_MANY_PODS] = int((nodes.pod_count[rejected] >= nodes.max_pods[rejected]).sum())
         cols, vals = self.checked(pod)
         for col, val in zip(cols.tolist(), vals.tolist(), strict=True):
-            free = nodes.allocatable[rejected, col] - nodes.requested[rejected, col]
-            out[f"Insufficient {nodes.resources.names[col]}"] = int((free < val).sum())
+            allocatable = nodes.allocatable[rejected, col]
+            short = allocatable - nodes.requested[rejected, col] < val
+            if nodes.resources.names[col] in nodes.dra_resources:
+                short &= allocatable > 0
+            out[f"Insufficient {nodes.resources.names[col]}"] = int(short.sum())
         return +out
 
     def score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, feasible: IntArray) -> IntArray | None:
