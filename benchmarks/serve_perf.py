@@ -8,8 +8,11 @@ runs in this process with client rate limits lifted (qps 0) and talks to it over
 official client: list, watch, one pods/binding POST and one Scheduled event per pod. Nodes are scheduler_perf's
 node-default (4 CPU, 32Gi, 110 pods), pods its pod-default (100m CPU, 500Mi).
 
-Columns: pods bound by the scheduler, seconds from its start to the first bind, and pods/s from the first bind to
-the last (every pod is pending when the scheduler starts, unlike scheduler_perf, which creates them while it runs).
+Columns: pods bound by the scheduler, seconds from its start to the first bind, pods/s from the first bind to the
+last (every pod is pending when the scheduler starts, unlike scheduler_perf, which creates them while it runs),
+p50/p99 bind latency (from the engine's decision to the API server's answer, queueing in the binder included),
+the scheduler's peak RSS, the CPU seconds each process used (to see which one is the bottleneck) and how many
+Scheduled events were dropped by the binder's backlog.
 """
 
 from __future__ import annotations
@@ -17,9 +20,11 @@ from __future__ import annotations
 import argparse
 import logging
 import multiprocessing as mp
+import resource
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -67,18 +72,64 @@ def _serve_api(shape: dict[str, int], port_out: Any, done: Any) -> None:
     store = Store(history_limit=1_000_000)
     fill(store, shape)
     with APIServer(store) as srv:
-        port_out.put(srv.url)
+        port_out.put((srv.url, _cpu(resource.RUSAGE_SELF)))
         done.wait()
+        port_out.put(_cpu(resource.RUSAGE_SELF))
 
 
-def run(name: str, shape: dict[str, int], timeout: float = 600.0) -> tuple[int, float, float, int]:
+@dataclass
+class Result:
+    bound: int
+    first_bind: float
+    rate: float
+    p50_ms: float
+    p99_ms: float
+    rss_mib: float
+    cpu_scheduler: float
+    cpu_apiserver: float
+    dropped: int
+
+
+def _cpu(who: int) -> float:
+    use = resource.getrusage(who)
+    return use.ru_utime + use.ru_stime
+
+
+def _timed_binds(server: Server, latencies: list[float]) -> None:
+    """Record, per binding, the time from the engine's decision (submission to the binder) to the answer."""
+    binder = server.binder
+    submit = binder.submit
+
+    def timed(fn: Any, *args: Any, done: Any = None) -> None:
+        if fn != binder.bind or done is None:
+            submit(fn, *args, done=done)
+            return
+        t0 = time.perf_counter()
+
+        def answered(err: Any) -> None:
+            latencies.append(time.perf_counter() - t0)
+            done(err)
+
+        submit(fn, *args, done=answered)
+
+    binder.submit = timed  # type: ignore[method-assign]
+
+
+def _quantile(values: list[float], q: float) -> float:
+    return sorted(values)[min(len(values) - 1, int(q * len(values)))] if values else 0.0
+
+
+def run(name: str, shape: dict[str, int], timeout: float = 600.0) -> Result:
     ctx = mp.get_context("fork")
     port_out, done = ctx.Queue(), ctx.Event()
     proc = ctx.Process(target=_serve_api, args=(shape, port_out, done), daemon=True)
     proc.start()
-    url = port_out.get(timeout=timeout)
+    url, api_cpu0 = port_out.get(timeout=timeout)
     opts = ServeOptions(host=url, qps=0, leader_elect=False, health_port=None, bind_workers=16)
     server = Server(opts)
+    latencies: list[float] = []
+    _timed_binds(server, latencies)
+    cpu0 = _cpu(resource.RUSAGE_SELF)
     start = time.monotonic()
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -90,11 +141,24 @@ def run(name: str, shape: dict[str, int], timeout: float = 600.0) -> tuple[int, 
     n = int(bound.get("phalanx_bindings_total", result="bound"))
     dropped = int(bound.get("phalanx_api_writes_total", kind="event", result="dropped"))
     first = server.controller.first_bind or end
+    cpu = _cpu(resource.RUSAGE_SELF) - cpu0
     server.stop.set()
     thread.join(30)
     done.set()
+    api_cpu = port_out.get(timeout=30) - api_cpu0
     proc.join(30)
-    return n, first - start, n / max(end - first, 1e-9), dropped
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return Result(
+        n,
+        first - start,
+        n / max(end - first, 1e-9),
+        _quantile(latencies, 0.5) * 1000,
+        _quantile(latencies, 0.99) * 1000,
+        rss,
+        cpu,
+        api_cpu,
+        dropped,
+    )
 
 
 def main() -> None:
@@ -103,13 +167,15 @@ def main() -> None:
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     head = f"{'shape':24} {'nodes':>6} {'pods in server':>15} {'bound':>7} {'start->1st bind s':>18} {'pods/s':>8}"
-    print(f"{head} {'events dropped':>15}")
+    print(f"{head} {'p50/p99 bind ms':>16} {'RSS MiB':>8} {'CPU s sched/api':>16} {'events dropped':>15}")
     for name in args.shapes:
         shape = SHAPES[name]
-        n, first, rate, dropped = run(name, shape)
+        r = run(name, shape)
         total = shape["bound"] + shape["pending"]
-        row = f"{name:24} {shape['nodes']:>6} {total:>15} {n:>7} {first:>18.2f} {rate:>8.0f} {dropped:>15}"
-        print(row, flush=True)
+        row = f"{name:24} {shape['nodes']:>6} {total:>15} {r.bound:>7} {r.first_bind:>18.2f} {r.rate:>8.0f}"
+        lat = f"{r.p50_ms:.0f}/{r.p99_ms:.0f}"
+        cpu = f"{r.cpu_scheduler:.1f}/{r.cpu_apiserver:.1f}"
+        print(f"{row} {lat:>16} {r.rss_mib:>8.0f} {cpu:>16} {r.dropped:>15}", flush=True)
 
 
 if __name__ == "__main__":

@@ -149,26 +149,40 @@ class Api:
         except Exception as exc:
             raise _raise(exc) from exc
 
-    def _collection(self, res: Resource, **kwargs: Any) -> Any:
-        kwargs["_preload_content"] = False
-        if res.plural == "nodes":
-            return self._call(self.core.list_node, **kwargs)
-        if res.plural == "pods":
-            return self._call(self.core.list_pod_for_all_namespaces, **kwargs)
-        if res.plural == "namespaces":
-            return self._call(self.core.list_namespace, **kwargs)
-        if res.plural == "priorityclasses":
-            return self._call(self.sched.list_priority_class, **kwargs)
-        if res.plural == "poddisruptionbudgets":
-            return self._call(self.policy.list_pod_disruption_budget_for_all_namespaces, **kwargs)
-        return self._call(self.custom.list_cluster_custom_object, res.group, res.version, res.plural, **kwargs)
+    def _read(self, fn: Any, *args: Any, **kwargs: Any) -> bytes:
+        """Call ``fn`` for its raw response body, and give the connection back to the pool: an unread response
+        keeps its connection, so every request would open a new TCP connection (and the server a new thread)."""
+        resp = self._call(fn, *args, _preload_content=False, **kwargs)
+        try:
+            data: bytes = resp.data
+        except Exception as exc:
+            raise _raise(exc) from exc
+        finally:
+            resp.release_conn()
+        return data
+
+    def _collection(self, res: Resource, read: bool = False, **kwargs: Any) -> Any:
+        """List (or watch) ``res``: the whole body when ``read``, else the open response to stream from."""
+        fns = {
+            "nodes": self.core.list_node,
+            "pods": self.core.list_pod_for_all_namespaces,
+            "namespaces": self.core.list_namespace,
+            "priorityclasses": self.sched.list_priority_class,
+            "poddisruptionbudgets": self.policy.list_pod_disruption_budget_for_all_namespaces,
+        }
+        fn = fns.get(res.plural)
+        args: tuple[Any, ...] = ()
+        if fn is None:
+            fn, args = self.custom.list_cluster_custom_object, (res.group, res.version, res.plural)
+        if read:
+            return self._read(fn, *args, **kwargs)
+        return self._call(fn, *args, _preload_content=False, **kwargs)
 
     # --- reads ----------------------------------------------------------------------------------------------------
 
     def list(self, res: Resource) -> tuple[list[dict[str, Any]], str]:
         """Every object of ``res`` and the list's resourceVersion."""
-        resp = self._collection(res)
-        body = _json.decode(resp.data)
+        body = _json.decode(self._collection(res, read=True))
         return body.get("items") or [], str(body["metadata"]["resourceVersion"])
 
     def watch(self, res: Resource, resource_version: str, timeout: int = 300) -> Iterator[WatchEvent]:
@@ -197,9 +211,7 @@ class Api:
     def served(self, res: Resource) -> bool:
         """Whether the server serves ``res`` (a one-item list; 404 means it does not)."""
         try:
-            resp = self._collection(res, limit=1)
-            resp.read()
-            resp.release_conn()
+            self._collection(res, read=True, limit=1)
         except ApiError as exc:
             if exc.code == 404:
                 return False
@@ -207,8 +219,7 @@ class Api:
         return True
 
     def get_pod(self, namespace: str, name: str) -> dict[str, Any]:
-        resp = self._call(self.core.read_namespaced_pod, name, namespace, _preload_content=False)
-        return dict(_json.decode(resp.data))
+        return dict(_json.decode(self._read(self.core.read_namespaced_pod, name, namespace)))
 
     # --- writes ---------------------------------------------------------------------------------------------------
 
@@ -217,17 +228,17 @@ class Api:
             metadata=k8s.V1ObjectMeta(name=name, namespace=namespace, uid=uid),
             target=k8s.V1ObjectReference(kind="Node", api_version="v1", name=node),
         )
-        self._call(self.core.create_namespaced_pod_binding, name, namespace, body, _preload_content=False)
+        self._read(self.core.create_namespaced_pod_binding, name, namespace, body)
 
     def delete_pod(self, namespace: str, name: str, uid: str) -> None:
         """Delete with a uid precondition, so a pod recreated under the same name is never hit."""
         body = k8s.V1DeleteOptions(preconditions=k8s.V1Preconditions(uid=uid or None))
-        self._call(self.core.delete_namespaced_pod, name, namespace, body=body, _preload_content=False)
+        self._read(self.core.delete_namespaced_pod, name, namespace, body=body)
 
     def patch_pod_status(self, namespace: str, name: str, patch: dict[str, Any]) -> None:
         ctype = "application/strategic-merge-patch+json"
         fn = self.core.patch_namespaced_pod_status
-        self._call(fn, name, namespace, patch, _content_type=ctype, _preload_content=False)
+        self._read(fn, name, namespace, patch, _content_type=ctype)
 
     def patch_pod_group_status(self, namespace: str, name: str, patch: dict[str, Any], api_version: str = "") -> None:
         res = RESOURCES["podgroups"]
@@ -236,22 +247,22 @@ class Api:
             res = Resource(group, version, res.plural)
         fn = self.custom.patch_namespaced_custom_object_status
         args = (res.group, res.version, namespace, res.plural, name, patch)
-        self._call(fn, *args, _content_type="application/merge-patch+json", _preload_content=False)
+        self._read(fn, *args, _content_type="application/merge-patch+json")
 
     def create_event(self, namespace: str, body: dict[str, Any]) -> None:
-        self._call(self.events.create_namespaced_event, namespace, body, _preload_content=False)
+        self._read(self.events.create_namespaced_event, namespace, body)
 
     def get_lease(self, namespace: str, name: str) -> dict[str, Any] | None:
         try:
-            resp = self._call(self.coord.read_namespaced_lease, name, namespace, _preload_content=False)
+            data = self._read(self.coord.read_namespaced_lease, name, namespace)
         except ApiError as exc:
             if exc.code == 404:
                 return None
             raise
-        return dict(_json.decode(resp.data))
+        return dict(_json.decode(data))
 
     def create_lease(self, namespace: str, body: dict[str, Any]) -> None:
-        self._call(self.coord.create_namespaced_lease, namespace, body, _preload_content=False)
+        self._read(self.coord.create_namespaced_lease, namespace, body)
 
     def replace_lease(self, namespace: str, name: str, body: dict[str, Any]) -> None:
-        self._call(self.coord.replace_namespaced_lease, name, namespace, body, _preload_content=False)
+        self._read(self.coord.replace_namespaced_lease, name, namespace, body)
