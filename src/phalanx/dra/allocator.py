@@ -55,9 +55,8 @@ class Allocator:
         self.state = state
         self.classes = classes
         self.features = features
-        self._compile = compile
         self._prune = prune
-        self._selectors: Selectors | None = None
+        self._selectors = Selectors(compile)
         self.stats = AllocatorStats()
         # Pools that were invalid on the node of the last allocate() that found no solution: kube-scheduler then
         # reports "invalid resource pools were encountered" for that node instead of "cannot allocate all claims".
@@ -210,8 +209,6 @@ class Allocator:
     def _selectable(
         self, req: Req, who: str, class_exprs: list[str], request_exprs: list[str], info: DeviceInfo
     ) -> bool | SelectorError:
-        if self._selectors is None:
-            self._selectors = Selectors(self._compile)
         if not self.features.binding_conditions and info.device.binding_conditions:
             return False
         verdict = self._selectors.check(f"class {req.ref.device_class.metadata.name}", class_exprs, info)

@@ -133,7 +133,7 @@ class DeviceInventory:
         self._node_pools: dict[int, list[NodePool]] = {}
         self._visible: dict[int, list[int]] = {}
         self._index(slices)
-        self.device_node: IntArray = np.array([d.row for d in self.devices], dtype=np.int64)
+        self.device_node: IntArray = np.array([max(d.row, -1) for d in self.devices], dtype=np.int64)
 
     # --- building -------------------------------------------------------------------------------------------------
 

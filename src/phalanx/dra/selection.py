@@ -7,15 +7,14 @@ runtime error is remembered too and becomes fatal only when the search actually 
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
-from types import ModuleType
 from typing import Any, Protocol
 
+from phalanx.api import cel
 from phalanx.dra.inventory import DeviceInfo
 
-__all__ = ["CompileFn", "Selector", "SelectorError", "Selectors", "load_cel"]
+__all__ = ["CompileFn", "Selector", "SelectorError", "Selectors"]
 
 
 class Selector(Protocol):
@@ -32,39 +31,14 @@ class SelectorError:
     message: str
 
 
-@dataclass(frozen=True, slots=True)
-class _FallbackView:
-    """Used only when phalanx.api.cel is not importable and tests inject their own compiler."""
-
-    driver: str
-    attributes: Mapping[str, Mapping[str, object]]
-    capacity: Mapping[str, Mapping[str, object]]
-    allow_multiple_allocations: bool = False
-
-
-def load_cel() -> ModuleType | None:
-    """phalanx.api.cel, imported on first use (it is optional for callers that inject a compiler)."""
-    try:
-        return importlib.import_module("phalanx.api.cel")
-    except ImportError:
-        return None
-
-
 class Selectors:
     """Compiled selectors and cached verdicts for one inventory."""
 
     def __init__(self, compile_fn: CompileFn | None) -> None:
-        self._cel = load_cel()
-        if compile_fn is None:
-            if self._cel is None:
-                raise RuntimeError("phalanx.api.cel is not available and no CEL compiler was given")
-            compile_fn = self._cel.compile_selector
-        self._compile = compile_fn
-        # CEL's own error type; anything else raised by the compiler is a bug and should surface as one.
-        self._errors: tuple[type[Exception], ...] = (self._cel.CelError,) if self._cel is not None else (Exception,)
+        self._compile: CompileFn = compile_fn or cel.compile_selector
         self._compiled: dict[str, Selector | tuple[str, str]] = {}
         self._verdicts: dict[tuple[str, int], bool | tuple[str, str]] = {}
-        self._views: dict[int, object] = {}
+        self._views: dict[int, cel.DeviceView] = {}
 
     def check(self, owner: str, expressions: list[str], info: DeviceInfo) -> bool | SelectorError:
         """All ``expressions`` in order, stopping at the first false one."""
@@ -94,42 +68,22 @@ class Selectors:
         if selector is None:
             try:
                 selector = self._compile(expr)
-            except self._errors as err:
+            except cel.CelError as err:
                 selector = ("compile", str(err))
             self._compiled[expr] = selector
         if isinstance(selector, tuple):
             return selector
         try:
             result = selector.matches(self._view(info))
-        except self._errors as err:
+        except cel.CelError as err:
             return ("runtime", str(err))
         if not isinstance(result, bool):
             return ("runtime", f"expression must evaluate to bool, got {type(result).__name__}")
         return result
 
-    def _view(self, info: DeviceInfo) -> object:
+    def _view(self, info: DeviceInfo) -> cel.DeviceView:
         view = self._views.get(info.signature)
         if view is None:
-            device = info.device
-            multi = bool(device.allow_multiple_allocations)
-            if self._cel is not None:
-                view = self._cel.device_view(info.driver, device.attributes, device.capacity, multi)
-            else:
-                view = _fallback_view(info, multi)
-            self._views[info.signature] = view
+            device, multi = info.device, info.allow_multiple  # false when DRAConsumableCapacity is off
+            view = self._views[info.signature] = cel.device_view(info.driver, device.attributes, device.capacity, multi)
         return view
-
-
-def _fallback_view(info: DeviceInfo, multi: bool) -> _FallbackView:
-    attributes: dict[str, dict[str, object]] = {}
-    for name, attr in info.device.attributes.items():
-        domain, _, ident = name.rpartition("/")
-        value = next(
-            v for v in (attr.int_, attr.bool_, attr.string, attr.version, attr.ints, attr.strings) if v is not None
-        )
-        attributes.setdefault(domain or info.driver, {})[ident] = value
-    capacity: dict[str, dict[str, object]] = {}
-    for name, cap in info.device.capacity.items():
-        domain, _, ident = name.rpartition("/")
-        capacity.setdefault(domain or info.driver, {})[ident] = cap.value
-    return _FallbackView(info.driver, attributes, capacity, multi)
