@@ -269,9 +269,11 @@ class Search:
             return False
         for t in req.scoped:
             tracker = self.trackers[req.ci][t]
-            if tracker.list_mode:
-                continue
             values = self.attr_values[tracker.attribute]
+            if tracker.list_mode:
+                if sum(1 for p in free if _compatible(tracker, values[p])) < need:
+                    return False
+                continue
             if any(_unsupported(values[p]) for p in free):
                 return True  # a list value in scalar mode is an error the search must reach
             if tracker.distinct:
@@ -468,6 +470,16 @@ class Search:
 
     def chosen_subrequest(self, ci: int, ri: int) -> int:
         return self.selected.get((ci, ri), 0)
+
+
+def _compatible(tracker: Tracker, value: Hashable | None) -> bool:
+    """List mode: whether a device could still be added (a necessary condition used to count candidates)."""
+    if not isinstance(value, frozenset):
+        return False
+    if tracker.distinct:
+        return not any(e in tracker.used() for e in value)
+    common = tracker.key()
+    return common is None or (isinstance(common, frozenset) and not common.isdisjoint(value))
 
 
 def _unsupported(value: object) -> bool:
