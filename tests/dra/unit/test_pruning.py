@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from phalanx.api import dra
 from phalanx.dra.errors import AllocationError
+from phalanx.dra.features import Features
 
 SELECTOR = f'device.attributes["{DRIVER}"].kind == 1'
 
@@ -19,10 +20,15 @@ SELECTOR = f'device.attributes["{DRIVER}"].kind == 1'
 @st.composite
 def instances(draw: st.DrawFn) -> dict[str, Any]:
     devices = []
+    lists = draw(st.booleans())  # DRAListTypeAttributes: numa becomes a set of values
     for i in range(draw(st.integers(1, 8))):
+        numa = {"ints": draw(st.lists(st.integers(0, 3), min_size=1, max_size=2, unique=True))}
         dev: dict[str, Any] = {
             "name": f"d{i}",
-            "attributes": {"kind": {"int": draw(st.integers(0, 1))}, "numa": {"int": draw(st.integers(0, 2))}},
+            "attributes": {
+                "kind": {"int": draw(st.integers(0, 1))},
+                "numa": numa if lists else {"int": numa["ints"][0]},
+            },
         }
         cost = draw(st.integers(0, 3))
         if cost:
@@ -55,6 +61,7 @@ def instances(draw: st.DrawFn) -> dict[str, Any]:
             constraints.append({kind: f"{DRIVER}/numa", "requests": scope})
         claims.append((f"c{c}", requests, constraints))
     return {
+        "lists": lists,
         "devices": devices,
         "counter": draw(st.integers(1, 12)),
         "taken": draw(st.lists(st.integers(0, 7), max_size=2, unique=True)),
@@ -66,7 +73,8 @@ def _outcome(inst: dict[str, Any], prune: bool) -> tuple[str, Any, int]:
     slices = [device_slice("s1", inst["devices"], count=2), counter_slice("s2", {"mem": str(inst["counter"])})]
     names = {d["name"] for d in inst["devices"]}
     taken = [allocation(f"d{i}") for i in inst["taken"] if f"d{i}" in names]
-    alloc = allocator(slices, [device_class()], allocated=taken, prune=prune)
+    features = Features(list_type_attributes=inst["lists"])
+    alloc = allocator(slices, [device_class()], allocated=taken, prune=prune, features=features)
     claims = [claim(name, *reqs, constraints=cons) for name, reqs, cons in inst["claims"]]
     try:
         result = alloc.allocate(0, claims)
