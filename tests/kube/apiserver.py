@@ -16,12 +16,13 @@ It binds 127.0.0.1 only.
 
 from __future__ import annotations
 
+import bisect
 import re
 import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -133,7 +134,16 @@ class Store:
     faults: list[Fault] = field(default_factory=list)
     cut: int = 0
     served_groups: tuple[str, ...] = ("scheduling.k8s.io/v1alpha2",)  # group/versions serving PodGroups, Workloads
-    cond: threading.Condition = field(default_factory=threading.Condition)
+    lock: threading.RLock = field(default_factory=threading.RLock)
+    # The history again, by resource, so a watch finds its events without scanning everyone else's.
+    by_resource: dict[str, list[tuple[int, str, dict[str, Any]]]] = field(
+        default_factory=lambda: {r: [] for r in KINDS}
+    )
+
+    def __post_init__(self) -> None:
+        self.cond = threading.Condition(self.lock)
+        # One condition per resource on the same lock: a write wakes the watches of its resource only.
+        self.watchers = {r: threading.Condition(self.lock) for r in KINDS}
 
     def write(self, res: str, etype: str, obj: dict[str, Any]) -> dict[str, Any]:
         with self.cond:
@@ -151,9 +161,11 @@ class Store:
             else:
                 self.objects[res][_key(obj)] = obj
             self.history.append((self.rv, res, etype, obj))
+            self.by_resource[res].append((self.rv, etype, obj))
             if len(self.history) > self.history_limit:
                 self.compact(len(self.history) - self.history_limit)
             self.cond.notify_all()
+            self.watchers[res].notify_all()
             return obj
 
     def create(self, res: str, obj: dict[str, Any]) -> dict[str, Any]:
@@ -178,11 +190,15 @@ class Store:
             n = len(self.history) if n is None else n
             del self.history[:n]
             self.oldest = self.history[0][0] if self.history else self.rv + 1
+            for events in self.by_resource.values():
+                del events[: bisect.bisect_left(events, self.oldest, key=lambda e: e[0])]
 
     def cut_watches(self) -> None:
         with self.cond:
             self.cut += 1
             self.cond.notify_all()
+            for watchers in self.watchers.values():
+                watchers.notify_all()
 
     def fail(self, predicate: Callable[[str, str], bool], code: int, times: int = 1) -> None:
         with self.cond:
@@ -345,19 +361,10 @@ class Handler(BaseHTTPRequestHandler):
             pass
         self.close_connection = True
 
-    def _pending(self, res: str, rv: int) -> Iterator[tuple[int, str, dict[str, Any]]]:
-        store = self.server.store
-        # history is ordered by rv: find the first entry after rv
-        lo, hi = 0, len(store.history)
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if store.history[mid][0] <= rv:
-                lo = mid + 1
-            else:
-                hi = mid
-        for erv, eres, etype, obj in store.history[lo:]:
-            if eres == res:
-                yield erv, etype, obj
+    def _pending(self, res: str, rv: int) -> list[tuple[int, str, dict[str, Any]]]:
+        """The events of ``res`` after ``rv`` (the history is ordered by resourceVersion)."""
+        events = self.server.store.by_resource[res]
+        return events[bisect.bisect_right(events, rv, key=lambda e: e[0]) :]
 
     def _stream(self, res: str, rv: int, sel: str, bookmarks: bool, deadline: float) -> bool:
         """Send events until the deadline (True) or until the watches are cut (False)."""
@@ -370,10 +377,10 @@ class Handler(BaseHTTPRequestHandler):
                     self.wfile.flush()
                     self.connection.shutdown(2)  # abrupt: no terminating chunk
                     return False
-                events = list(self._pending(res, rv))
+                events = self._pending(res, rv)
                 current = store.rv
                 if not events:
-                    store.cond.wait(0.05)
+                    store.watchers[res].wait(0.05)
             for erv, etype, obj in events:
                 if not sel or field_matches(obj, sel):
                     self._chunk({"type": etype, "object": obj})
