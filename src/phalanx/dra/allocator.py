@@ -12,13 +12,13 @@ from dataclasses import dataclass
 
 from phalanx.api import dra
 from phalanx.api.dra_defaults import ALL, EXACT_COUNT, defaulted
-from phalanx.dra.capacity import amount, consumed_capacity, requested_fits
+from phalanx.dra.capacity import Amount, amount, consumed_capacity, requested_fits
 from phalanx.dra.constraints import Tracker, attribute_value, new_tracker
 from phalanx.dra.errors import MAX_RESULTS, AllocationError
 from phalanx.dra.features import DEFAULT_FEATURES, Features
 from phalanx.dra.inventory import DeviceInfo, DeviceInventory, NodePool
 from phalanx.dra.results import RequestRef, build_allocation
-from phalanx.dra.search import AllocatorStats, Req, Search, _tolerated
+from phalanx.dra.search import AllocatorStats, Req, Search, tolerated
 from phalanx.dra.selection import CompileFn, SelectorError, Selectors
 from phalanx.dra.state import AllocatedState
 
@@ -230,17 +230,9 @@ class Allocator:
     def _statically_usable(self, req: Req, pos: int, info: DeviceInfo) -> bool:
         if info.consumes and not self.features.partitionable:
             return False
-        if self.features.device_taints and not _tolerated(info, req.ref.tolerations):
+        if self.features.device_taints and not tolerated(info, req.ref.tolerations):
             return False
-        if not self.features.consumable_capacity:
-            return True
-        if not info.allow_multiple:
-            return requested_fits(req.capacity, info.device)
-        consumed = consumed_capacity(req.capacity, info.device)
-        if consumed is None or not _within(consumed, info, self.state):
-            return False
-        req.consumed[pos] = consumed
-        return True
+        return not self.features.consumable_capacity or self._capacity_ok(req, pos, info)
 
     def _all_devices(self, call: _Call, req: Req, who: str, class_exprs: list[str], request_exprs: list[str]) -> None:
         for pool in call.pools:
@@ -258,13 +250,15 @@ class Allocator:
                 if not verdict or not self.inventory.serves(device, call.row):
                     continue
                 pos = call.pos_of[device]
-                if self.features.consumable_capacity and not self._all_capacity(req, pos, info):
+                if self.features.consumable_capacity and not self._capacity_ok(req, pos, info):
                     continue
                 req.all_devices.append(pos)
         req.count = len(req.all_devices)
         req.candidates = list(req.all_devices)
 
-    def _all_capacity(self, req: Req, pos: int, info: DeviceInfo) -> bool:
+    def _capacity_ok(self, req: Req, pos: int, info: DeviceInfo) -> bool:
+        """Capacity check against the cluster's use only (upstream's CmpRequestOverCapacity before the search);
+        remembers what one allocation of a multi-allocatable device consumes."""
         if not info.allow_multiple:
             return requested_fits(req.capacity, info.device)
         consumed = consumed_capacity(req.capacity, info.device)
@@ -278,12 +272,12 @@ def _who(claim: dra.ResourceClaim) -> str:
     return f"{claim.metadata.namespace}/{claim.metadata.name}"
 
 
-def _within(consumed: Mapping[str, object], info: DeviceInfo, state: AllocatedState) -> bool:
+def _within(consumed: Mapping[str, Amount], info: DeviceInfo, state: AllocatedState) -> bool:
     """Whether one more allocation fits next to what the cluster already consumes of the device."""
     used = state.consumed(info.index)
     for name, use in consumed.items():
         total = amount(info.device.capacity[name].value).value
-        if used.get(name, 0) + getattr(use, "value", 0) > total:
+        if used.get(name, 0) + use.value > total:
             return False
     return True
 

@@ -38,7 +38,7 @@ from phalanx.dra.inventory import DeviceInfo
 from phalanx.dra.results import Pick, RequestRef, share_id
 from phalanx.dra.state import AllocatedState
 
-__all__ = ["AllocatorStats", "Req", "Search"]
+__all__ = ["AllocatorStats", "Req", "Search", "tolerated"]
 
 
 @dataclass(eq=False)
@@ -355,7 +355,7 @@ class Search:
             if not self._charge(info, +1):
                 return None
             charged = True
-        if self.features.device_taints and not _tolerated(info, req.ref.tolerations):
+        if self.features.device_taints and not tolerated(info, req.ref.tolerations):
             self._release(info, charged)
             return None
         added = self._add_constraints(req, pos)
@@ -487,7 +487,7 @@ def _unsupported(value: object) -> bool:
     return isinstance(value, tuple) and value[:1] == ("unknown",)
 
 
-def _tolerated(info: DeviceInfo, tolerations: Sequence[dra.DeviceToleration]) -> bool:
+def tolerated(info: DeviceInfo, tolerations: Sequence[dra.DeviceToleration]) -> bool:
     for taint in info.device.taints:
         if taint.effect not in ("NoSchedule", "NoExecute"):
             continue  # None and unknown effects never block allocation
