@@ -349,6 +349,16 @@ class ClaimTracker:
         else:
             nodes.touch(row)
 
+    def deallocate(self, key: str) -> None:
+        """Clear a claim's allocation and reservedFor (the DynamicResources PostFilter's deallocation)."""
+        record = self.records[key]
+        if record.allocation is not None:
+            self.allocated.remove(record.allocation)
+            self._changed(record.allocation)
+        record.allocation = None
+        record.reserved_for = []
+        record.assumed_by = None
+
     def full(self, pod: Pod, claims: Sequence[PodClaim]) -> str:
         """The first claim whose reservedFor has no room for the pod ("in use"), or ''."""
         for pc in claims:

@@ -52,6 +52,9 @@ def schedule_pod(s: Scheduler, pi: PodInfo) -> None:
             s.stats.preemption_seconds.append(time.perf_counter() - began)
         if candidate is None:
             s.mark_unschedulable(pi, attempt)
+            if s.claims.deallocate_unusable(pi, s.state.table):
+                # DynamicResources PostFilter: the claim change requeues the pod for a fresh allocation.
+                s.queue.on_event("ResourceClaimChange")
         else:
             # The pod waits for its victims to go; their PodDelete event requeues it (nominatedNodeName set).
             s.mark_unschedulable(pi, attempt, nominated=s.state.table.names[candidate.row])

@@ -119,6 +119,25 @@ class ClaimBinding:
         self.priority[pi.key] = pi.priority
         return ""
 
+    def deallocate_unusable(self, pi: PodInfo, nodes: NodeTable) -> str:
+        """PostFilter: when the pod fits nowhere, deallocate the first of its allocated claims that is unusable on
+        some node and reserved by nobody but this pod, so the next attempt can allocate it where the pod fits.
+        Returns the claim's name, or ''."""
+        resolved = self.claims(pi)
+        for pc in resolved.claims:
+            record = self.tracker.records[pc.key]
+            allocation = record.allocation
+            if allocation is None or allocation.node_selector is None or record.assumed_by is not None:
+                continue
+            if terms_mask(allocation.node_selector.node_selector_terms, nodes).all():
+                continue  # usable everywhere: deallocating it cannot help
+            others = [r for r in record.reserved_for if not (r.resource == "pods" and r.name == pi.name)]
+            if others:
+                continue
+            self.tracker.deallocate(pc.key)
+            return record.claim.metadata.name
+        return ""
+
     # --- extended resources served by DRA (DRAExtendedResource) ---------------------------------------------------
 
     def extended_requests(self, pi: PodInfo) -> list[tuple[str, int, int, str]]:
