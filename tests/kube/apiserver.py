@@ -5,7 +5,10 @@
   events line by line over chunked HTTP from ``resourceVersion``; BOOKMARK events when asked for; a version older
   than the history (``compact()``) gets an ERROR event with a 410 Status, as kube-apiserver sends it.
 - ``fieldSelector`` with ``=``, ``==`` and ``!=`` on dotted paths (``spec.schedulerName``, ``spec.nodeName``).
-- ``pods/binding`` (409 if the pod is already bound, 404 if gone), ``pods/status`` strategic-merge patches
+- ``pods/binding`` (409 if the pod is already bound, 404 if gone), ``pods/eviction`` (policy/v1 Eviction, as
+  kube-apiserver's eviction REST handler: uid precondition, PodDisruptionBudget check, 429 TooManyRequests with the
+  budget as cause when ``status.disruptionsAllowed`` is 0, the budget's allowance spent and the pod recorded in
+  ``status.disruptedPods`` when it is not; pods Pending, Succeeded or Failed are evicted regardless of budgets), ``pods/status`` strategic-merge patches
   (conditions merged by type), PodGroup ``/status`` JSON merge patches with a resourceVersion precondition (409 when
   stale), Leases (create 409 if it exists, update 409 on a stale resourceVersion), events.
 - Faults: ``fail(predicate, code, times)`` answers matching requests with an error; ``cut_watches()`` drops every
@@ -86,6 +89,25 @@ def field_matches(obj: dict[str, Any], selector: str) -> bool:
             path, value = term.replace("==", "=").split("=", 1)
             if _get_path(obj, path) != value:
                 return False
+    return True
+
+
+def selector_matches(selector: dict[str, Any] | None, labels: dict[str, str]) -> bool:
+    """A metav1.LabelSelector: a missing selector matches nothing, an empty one everything."""
+    if selector is None:
+        return False
+    if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
+        return False
+    for req in selector.get("matchExpressions") or []:
+        key, op, values = req["key"], req["operator"], req.get("values") or []
+        ok = {
+            "In": key in labels and labels[key] in values,
+            "NotIn": labels.get(key) not in values,
+            "Exists": key in labels,
+            "DoesNotExist": key not in labels,
+        }[op]
+        if not ok:
+            return False
     return True
 
 
@@ -408,6 +430,8 @@ class Handler(BaseHTTPRequestHandler):
                 self._send(200, pod)
             elif method == "POST" and sub == "binding":
                 self._bind(pod, body)
+            elif method == "POST" and sub == "eviction":
+                self._evict(pod, body)
             elif method == "DELETE" and sub is None:
                 want = ((body or {}).get("preconditions") or {}).get("uid")
                 if want and want != pod["metadata"]["uid"]:
@@ -437,6 +461,63 @@ class Handler(BaseHTTPRequestHandler):
         store.update("pods", pod)
         store.bindings.setdefault(_key(pod), []).append(node)
         self._send(201, {"kind": "Status", "apiVersion": "v1", "status": "Success", "code": 201})
+
+    def _evict(self, pod: dict[str, Any], body: dict[str, Any]) -> None:
+        store = self.server.store
+        md = pod["metadata"]
+        want = ((body.get("deleteOptions") or {}).get("preconditions") or {}).get("uid")
+        if want and want != md["uid"]:
+            msg = f"Precondition failed: UID in precondition: {want}, UID in object meta: {md['uid']}"
+            self._error(409, msg)
+            return
+        if (pod.get("status") or {}).get("phase") not in ("Pending", "Succeeded", "Failed"):
+            labels = md.get("labels") or {}
+            pdbs = [
+                p
+                for p in store.objects["poddisruptionbudgets"].values()
+                if p["metadata"].get("namespace") == md["namespace"]
+                and selector_matches((p.get("spec") or {}).get("selector"), labels)
+            ]
+            if len(pdbs) > 1:
+                self._error(
+                    500,
+                    "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.",
+                )
+                return
+            if pdbs and not self._spend_disruption(pdbs[0], md["name"]):
+                return
+        store.delete("pods", _key(pod))
+        self._send(201, {"kind": "Status", "apiVersion": "v1", "status": "Success", "code": 201})
+
+    def _spend_disruption(self, pdb: dict[str, Any], pod_name: str) -> bool:
+        """Take one disruption from the budget, or answer as kube-apiserver does when there is none."""
+        status = pdb.get("status") or {}
+        name = pdb["metadata"]["name"]
+        if int(status.get("observedGeneration") or 0) < int(pdb["metadata"].get("generation") or 1):
+            self._too_many(f"The disruption budget {name} is still being processed by the server.")
+            return False
+        allowed = int(status.get("disruptionsAllowed") or 0)
+        if allowed < 0:
+            self._error(403, "pdb disruptions allowed is negative")
+            return False
+        if allowed == 0:
+            need, have = status.get("desiredHealthy", 0), status.get("currentHealthy", 0)
+            self._too_many(f"The disruption budget {name} needs {need} healthy pods and has {have} currently")
+            return False
+        disrupted = {
+            **(status.get("disruptedPods") or {}),
+            pod_name: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }
+        self.server.store.update(
+            "poddisruptionbudgets",
+            {**pdb, "status": {**status, "disruptionsAllowed": allowed - 1, "disruptedPods": disrupted}},
+        )
+        return True
+
+    def _too_many(self, cause: str) -> None:
+        body = _status(429, "TooManyRequests", "Cannot evict pod as it would violate the pod's disruption budget.")
+        body["details"] = {"causes": [{"reason": "DisruptionBudget", "message": cause}]}
+        self._send(429, body)
 
     def _podgroups(self, method: str, ns: str, name: str | None, sub: str | None) -> None:
         store = self.server.store

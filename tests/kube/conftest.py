@@ -26,6 +26,13 @@ def pod(name: str, group: str | None = None, cpu: str = "1", scheduler: str = "p
     return {"metadata": {"name": name, "namespace": "default"}, "spec": spec}
 
 
+def pdb(name: str, labels: dict[str, str], allowed: int) -> dict[str, Any]:
+    """A policy/v1 PodDisruptionBudget whose status the disruption controller has already written."""
+    status = {"observedGeneration": 1, "disruptionsAllowed": allowed, "currentHealthy": 1, "desiredHealthy": 1}
+    spec = {"minAvailable": 1, "selector": {"matchLabels": labels}}
+    return {"metadata": {"name": name, "namespace": "default"}, "spec": spec, "status": status}
+
+
 def pod_group(name: str, min_count: int) -> dict[str, Any]:
     return {
         "metadata": {"name": name, "namespace": "default"},
@@ -56,6 +63,7 @@ class Instance:
             renew_deadline=0.8,
             retry_period=0.1,
             bind_workers=4,
+            writer_process=kw.pop("writer_process", False),  # a child process per test costs a second of imports
             **kw,
         )
         self.server = Server(opts)

@@ -1,11 +1,13 @@
-"""The test API server's own semantics, through the real client: field selectors, 410, stale updates."""
+"""The test API server's own semantics, through the real client: field selectors, 410, stale updates, evictions."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-from kube.apiserver import APIServer, field_matches, merge_patch, strategic_merge_status
-from kube.conftest import pod
+from kube.apiserver import APIServer, Store, field_matches, merge_patch, strategic_merge_status
+from kube.conftest import pdb, pod
 from phalanx.kube.api import RESOURCES, Api, ApiError, make_api_client
 
 
@@ -63,3 +65,57 @@ def test_lease_update_with_stale_version_conflicts(apiserver: APIServer) -> None
         assert err.value.code == 409
     finally:
         api.close()
+
+
+def _evictable(store: Store, phase: str | None = None) -> dict[str, Any]:
+    p = pod("p0")
+    p["metadata"]["labels"] = {"app": "db"}
+    p["spec"]["nodeName"] = "n0"
+    if phase:
+        p["status"] = {"phase": phase}
+    return store.create("pods", p)
+
+
+def test_eviction_spends_the_budget_then_is_refused_with_kube_apiserver_words(apiserver: APIServer) -> None:
+    st = apiserver.store
+    st.create("poddisruptionbudgets", pdb("db", {"app": "db"}, allowed=1))
+    api = Api(make_api_client(host=apiserver.url, pool=2), qps=0)
+    uid = _evictable(st)["metadata"]["uid"]
+    api.evict_pod("default", "p0", uid)
+    assert st.get("pods", "default/p0") is None
+    status = st.get("poddisruptionbudgets", "default/db")["status"]
+    assert status["disruptionsAllowed"] == 0 and list(status["disruptedPods"]) == ["p0"]
+    uid = _evictable(st)["metadata"]["uid"]
+    with pytest.raises(ApiError) as refused:
+        api.evict_pod("default", "p0", uid)
+    assert refused.value.code == 429
+    assert refused.value.message == "Cannot evict pod as it would violate the pod's disruption budget."
+    assert st.get("pods", "default/p0") is not None
+    api.close()
+
+
+@pytest.mark.parametrize(
+    ("phase", "uid", "budget", "code"),
+    [
+        ("Pending", None, 0, None),  # not running: budgets do not apply
+        ("Succeeded", None, 0, None),
+        (None, "other", 1, 409),  # the uid precondition
+        (None, None, -1, 403),
+    ],
+    ids=["pending", "succeeded", "uid-precondition", "negative-budget"],
+)
+def test_eviction_rules(
+    apiserver: APIServer, phase: str | None, uid: str | None, budget: int, code: int | None
+) -> None:
+    st = apiserver.store
+    st.create("poddisruptionbudgets", pdb("db", {"app": "db"}, allowed=budget))
+    api = Api(make_api_client(host=apiserver.url, pool=2), qps=0)
+    real = _evictable(st, phase)["metadata"]["uid"]
+    try:
+        api.evict_pod("default", "p0", uid or real)
+        got = None
+    except ApiError as exc:
+        got = exc.code
+    api.close()
+    assert got == code
+    assert (st.get("pods", "default/p0") is None) == (code is None)

@@ -5,8 +5,10 @@ from __future__ import annotations
 import urllib.request
 from collections.abc import Callable
 
+import pytest
+
 from kube.apiserver import APIServer, Store
-from kube.conftest import Instance, condition, node, pod, pod_group
+from kube.conftest import Instance, condition, node, pdb, pod, pod_group
 
 
 def _events(srv: APIServer, reason: str) -> list[dict]:
@@ -202,13 +204,21 @@ def _preemption_setup(st: Store) -> None:
     st.create("pods", high)
 
 
-def test_preemptor_is_bound_only_after_its_victim_is_deleted(
-    apiserver: APIServer, start: Callable[..., Instance]
+@pytest.mark.parametrize("removal", ["eviction", "deletion"])
+def test_preemptor_is_bound_only_after_its_victim_is_gone(
+    apiserver: APIServer, start: Callable[..., Instance], removal: str
 ) -> None:
     st = apiserver.store
     _preemption_setup(st)
-    start()
+    inst = start(victim_removal=removal)
     assert st.wait_for(lambda: st.bindings.get("default/high") == ["n0"])
+    assert st.requests.get("DELETE", 0) == (1 if removal == "deletion" else 0)  # else POST pods/low/eviction
+    assert (
+        inst.server.metrics.get(
+            "phalanx_preemption_victims_total", result="evicted" if removal == "eviction" else "deleted"
+        )
+        == 1
+    )
     deleted = [(rv, o) for rv, res, etype, o in st.history if res == "pods" and etype == "DELETED"]
     assert [o["metadata"]["name"] for _, o in deleted] == ["low"]
     victim = deleted[0][1]
@@ -229,12 +239,15 @@ def test_preemptor_is_bound_only_after_its_victim_is_deleted(
     assert st.wait_for(lambda: _events(apiserver, "Preempted"))
 
 
-def test_victim_that_cannot_be_deleted_keeps_its_node(apiserver: APIServer, start: Callable[..., Instance]) -> None:
+@pytest.mark.parametrize(("removal", "path"), [("eviction", "/pods/low/eviction"), ("deletion", "/pods/low")])
+def test_victim_that_cannot_be_removed_keeps_its_node(
+    apiserver: APIServer, start: Callable[..., Instance], removal: str, path: str
+) -> None:
     st = apiserver.store
-    st.fail(lambda m, p: m == "DELETE", 403, times=1)
+    st.fail(lambda m, p: m in ("POST", "DELETE") and p.endswith(path), 403, times=1)
     _preemption_setup(st)
-    start()
-    assert st.wait_for(lambda: st.requests.get("DELETE", 0) >= 1)
+    start(victim_removal=removal)
+    assert st.wait_for(lambda: not any(f.times for f in st.faults))
     # the preemptor is re-read and requeued; the next attempt preempts again and succeeds
     assert st.wait_for(lambda: st.bindings.get("default/high") == ["n0"])
     assert st.get("pods", "default/low") is None
@@ -279,3 +292,52 @@ def test_v1beta1_pod_groups_are_converted_and_their_condition_keeps_its_v137_nam
     assert st.wait_for(lambda: bool(st.get("podgroups", "default/g").get("status", {}).get("conditions")))
     conds = st.get("podgroups", "default/g")["status"]["conditions"]
     assert [(c["type"], c["status"]) for c in conds] == [("PodGroupInitiallyScheduled", "True")]
+
+
+def test_eviction_refused_by_a_budget_is_retried_later(apiserver: APIServer, start: Callable[..., Instance]) -> None:
+    st = apiserver.store
+    st.create("poddisruptionbudgets", pdb("low", {"app": "low"}, allowed=0))
+    st.create("nodes", node("n0", cpu="2"))
+    st.create("priorityclasses", {"metadata": {"name": "high"}, "value": 1000})
+    low = pod("low", cpu="2")
+    low["metadata"]["labels"] = {"app": "low"}
+    low["spec"]["nodeName"] = "n0"
+    st.create("pods", low)
+    high = pod("high", cpu="2")
+    high["spec"]["priorityClassName"] = "high"
+    st.create("pods", high)
+    inst = start()
+    inst.server.controller.refused_backoff = 0.1
+    metrics = inst.server.metrics
+    # the only candidate is protected (kube-scheduler may violate a budget as a last resort; the API server refuses)
+    assert st.wait_for(lambda: metrics.get("phalanx_preemption_victims_total", result="refused") >= 1)
+    assert st.get("pods", "default/low") is not None and "default/high" not in st.bindings
+    assert st.wait_for(lambda: _disruption_target(st, "low") == "False")  # not left claiming it is being disrupted
+    budget = st.get("poddisruptionbudgets", "default/low")
+    st.update("poddisruptionbudgets", {**budget, "status": {**budget["status"], "disruptionsAllowed": 1}})
+    assert st.wait_for(lambda: st.bindings.get("default/high") == ["n0"])
+    assert st.get("pods", "default/low") is None
+    assert st.get("poddisruptionbudgets", "default/low")["status"]["disruptedPods"].keys() == {"low"}
+
+
+def _disruption_target(st: Store, name: str) -> str | None:
+    conds = (st.get("pods", f"default/{name}") or {}).get("status", {}).get("conditions", [])
+    return next((c["status"] for c in conds if c["type"] == "DisruptionTarget"), None)
+
+
+def test_writes_from_the_writer_process(apiserver: APIServer, start: Callable[..., Instance]) -> None:
+    st = apiserver.store
+    for i in range(2):
+        st.create("nodes", node(f"n{i}", cpu="4"))
+    st.create("podgroups", pod_group("g", 4))
+    st.fail(lambda m, p: p.endswith("/p3/binding"), 500, times=1)  # retried in the child
+    for i in range(4):
+        st.create("pods", pod(f"p{i}", "g", cpu="2"))
+    inst = start(writer_process=True)
+    assert st.wait_for(lambda: len(st.bindings) == 4)
+    assert st.wait_for(lambda: (condition(st, "g") or {}).get("status") == "True")
+    assert st.wait_for(lambda: len(_events(apiserver, "Scheduled")) == 4)
+    assert st.wait_for(lambda: inst.server.metrics.get("phalanx_bindings_total", result="bound") == 4)
+    child = inst.server.binder.child
+    inst.stop()
+    assert not child.is_alive()

@@ -65,7 +65,10 @@ class ApiError(Exception):
 
     def __init__(self, code: int, message: str) -> None:
         super().__init__(f"{code}: {message}")
-        self.code = code
+        self.code, self.message = code, message
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return ApiError, (self.code, self.message)  # the writer process sends errors back to the controller
 
     @property
     def retryable(self) -> bool:
@@ -122,8 +125,17 @@ def make_api_client(kubeconfig: str | None = None, host: str | None = None, pool
 
 def _raise(exc: Exception) -> ApiError:
     if isinstance(exc, ApiException):
-        return ApiError(int(exc.status or 0), str(exc.reason or exc.body or ""))
+        return ApiError(int(exc.status or 0), _status_message(exc.body) or str(exc.reason or ""))
     return ApiError(0, f"{type(exc).__name__}: {exc}")
+
+
+def _status_message(body: Any) -> str:
+    """The ``message`` of a Status body (kube-apiserver's own words, e.g. why an eviction was refused)."""
+    try:
+        status = _json.decode(body) if isinstance(body, bytes | str) else None
+    except msgspec.DecodeError:
+        return str(body)
+    return str(status.get("message") or "") if isinstance(status, dict) else ""
 
 
 class Api:
@@ -229,6 +241,17 @@ class Api:
             target=k8s.V1ObjectReference(kind="Node", api_version="v1", name=node),
         )
         self._read(self.core.create_namespaced_pod_binding, name, namespace, body)
+
+    def evict_pod(self, namespace: str, name: str, uid: str) -> None:
+        """A policy/v1 Eviction (``pods/eviction``): the API server deletes the pod unless a PodDisruptionBudget
+        forbids it (429). The uid precondition keeps a pod recreated under the same name safe."""
+        body = {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": name, "namespace": namespace},
+            "deleteOptions": {"preconditions": {"uid": uid or None}},
+        }
+        self._read(self.core.create_namespaced_pod_eviction, name, namespace, body)
 
     def delete_pod(self, namespace: str, name: str, uid: str) -> None:
         """Delete with a uid precondition, so a pod recreated under the same name is never hit."""

@@ -6,6 +6,10 @@
 - ``unschedulable``: the pod's ``PodScheduled=False`` condition (strategic merge) and a ``FailedScheduling`` event.
 - ``pod_group_condition``: a JSON merge patch of the PodGroup's ``/status`` with the resourceVersion read as
   precondition (409 means the cache was stale; the caller retries once the watch caught up).
+- ``preempt``: a victim's ``DisruptionTarget`` condition, then a policy/v1 Eviction (``pods/eviction``, the default)
+  or a deletion (``eviction=False``, what kube-scheduler does), both with the victim's uid as precondition. A 429
+  from the Eviction API means a PodDisruptionBudget forbids it: an answer, not retried here (the controller
+  requeues the preemptor later); the victim's condition is set back to False.
 Events are best effort, as kube-scheduler's broadcaster is: they go through their own small pool and a bounded
 backlog, so they never hold a binding up; an event that fails, or finds the backlog full, is counted and dropped.
 """
@@ -37,9 +41,17 @@ def now_rfc3339(micro: bool = False) -> str:
 
 class Binder:
     def __init__(
-        self, api: Api, metrics: Metrics, identity: str, workers: int = 16, retries: int = 5, event_backlog: int = 1000
+        self,
+        api: Api,
+        metrics: Metrics,
+        identity: str,
+        workers: int = 16,
+        retries: int = 5,
+        event_backlog: int = 1000,
+        eviction: bool = True,
     ):
         self.api, self.metrics, self.identity, self.retries = api, metrics, identity, retries
+        self.eviction = eviction
         self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="binder")
         self.events = ThreadPoolExecutor(max_workers=2, thread_name_prefix="events")
         self.event_slots = threading.BoundedSemaphore(event_backlog)
@@ -59,13 +71,14 @@ class Binder:
         self.pool.shutdown(wait=wait, cancel_futures=not wait)
         self.events.shutdown(wait=wait, cancel_futures=not wait)
 
-    def _retrying(self, fn: Callable[..., Any], *args: Any) -> None:
+    def _retrying(self, fn: Callable[..., Any], *args: Any, answers: tuple[int, ...] = ()) -> None:
+        """``fn(*args)``, retried with backoff on retryable errors except the status codes in ``answers``."""
         for attempt in range(self.retries + 1):
             try:
                 fn(*args)
                 return
             except ApiError as exc:
-                if not exc.retryable or attempt == self.retries:
+                if not exc.retryable or exc.code in answers or attempt == self.retries:
                     raise
                 time.sleep(min(self.backoff * 2**attempt, 2.0))
 
@@ -90,8 +103,9 @@ class Binder:
         return None
 
     def preempt(self, namespace: str, name: str, uid: str, node: str, preemptor: str, message: str) -> ApiError | None:
-        """A victim: ``DisruptionTarget`` (PreemptionByScheduler), then delete it with a uid precondition and
-        write a ``Preempted`` event. A 404 means it is gone already. Returns the error that stopped it, if any."""
+        """A victim: ``DisruptionTarget`` (PreemptionByScheduler), then evict (or delete) it with a uid
+        precondition and write a ``Preempted`` event. A 404 means it is gone already. Returns the error that stopped
+        it, if any (a 429: a PodDisruptionBudget forbids the eviction)."""
         cond = {
             "type": "DisruptionTarget",
             "status": "True",
@@ -99,20 +113,36 @@ class Binder:
             "message": message,
             "lastTransitionTime": now_rfc3339(),
         }
+        remove, result = (self.api.evict_pod, "evicted") if self.eviction else (self.api.delete_pod, "deleted")
         try:
             self._retrying(self.api.patch_pod_status, namespace, name, {"status": {"conditions": [cond]}})
-            self._retrying(self.api.delete_pod, namespace, name, uid)
+            self._retrying(remove, namespace, name, uid, answers=(429,))
         except ApiError as exc:
             if exc.code != 404:
-                self.metrics.inc("phalanx_preemption_victims_total", result="error")
+                self.metrics.inc("phalanx_preemption_victims_total", result="refused" if exc.code == 429 else "error")
                 log.warning("preempting %s/%s failed: %s", namespace, name, exc)
+                if exc.code == 429:
+                    self._not_disrupted(namespace, name, cond, exc)
                 return exc
-        self.metrics.inc("phalanx_preemption_victims_total", result="deleted")
+        self.metrics.inc("phalanx_preemption_victims_total", result=result)
         regarding = {"apiVersion": "v1", "kind": "Pod", "namespace": namespace, "name": name, "uid": uid}
         self.event(
             namespace, regarding, "Normal", "Preempted", "Preempting", f"Preempted by {preemptor} on node {node}"
         )
         return None
+
+    def _not_disrupted(self, namespace: str, name: str, cond: dict[str, Any], exc: ApiError) -> None:
+        """The eviction was refused: the victim keeps running, so its DisruptionTarget condition must not say True."""
+        cond = {
+            **cond,
+            "status": "False",
+            "message": f"eviction refused: {exc.message}",
+            "lastTransitionTime": now_rfc3339(),
+        }
+        try:
+            self._retrying(self.api.patch_pod_status, namespace, name, {"status": {"conditions": [cond]}})
+        except ApiError as err:
+            log.info("resetting DisruptionTarget of %s/%s: %s", namespace, name, err)
 
     def nominate(self, namespace: str, name: str, node: str) -> None:
         """``status.nominatedNodeName`` of a preemptor waiting for its victims to go."""

@@ -112,6 +112,7 @@ class Controller:
     inflight: set[str] = field(default_factory=set)  # pods whose binding is submitted or deferred, not yet seen
     victims: dict[str, str] = field(default_factory=dict)  # victim pod key -> node, until its deletion is seen
     deferred: dict[str, list[str]] = field(default_factory=dict)  # node -> preemptors waiting for its victims
+    refused_backoff: float = 1.0  # seconds before preemptors whose victim's eviction was refused (429) are retried
 
     def start(self) -> None:
         watched = dict(RESOURCES)
@@ -152,7 +153,7 @@ class Controller:
             self.retry_groups.add(item.key)
             return
         if isinstance(item, _VictimStays):
-            self._victim_stays(item.key)
+            self._victim_stays(item.key, item.code)
             return
         if isinstance(item, _Refresh):
             self.inflight.discard(item.key)
@@ -363,9 +364,9 @@ class Controller:
         self.binder.submit(self.binder.preempt, *args, done=lambda err: self._victim_done(key, err))
 
     def _victim_done(self, key: str, err: ApiError | None) -> None:
-        """Binder thread: a victim that could not be deleted goes back to the controller thread."""
+        """Binder thread: a victim that could not be evicted or deleted goes back to the controller thread."""
         if err is not None:
-            self.deltas.put(_VictimStays(key))
+            self.deltas.put(_VictimStays(key, err.code))
 
     def _victim_gone(self, key: str) -> None:
         node = self.victims.pop(key)
@@ -376,14 +377,21 @@ class Controller:
             if pod is not None:
                 self._submit_bind(waiting, pod, node)
 
-    def _victim_stays(self, key: str) -> None:
-        """A victim could not be deleted: it keeps its node, and the preemptors waiting there are re-read (the
-        engine requeues them) rather than bound onto a node that is still full."""
+    def _victim_stays(self, key: str, code: int = 0) -> None:
+        """A victim could not be evicted: it keeps its node, and the preemptors waiting there are re-read (the
+        engine requeues them) rather than bound onto a node that is still full. When a PodDisruptionBudget refused
+        the eviction (429), they are re-read only after ``refused_backoff``, so the engine, which by then has the
+        budget's new status from the watch, tries the next candidate or retries later instead of at once."""
         node = self.victims.pop(key, None)
         waiting = self.deferred.pop(node, []) if node is not None else []
         for k in [key, *waiting]:
             ns, name = k.split("/", 1)
-            self.binder.submit(self._reread, k, ns, name)
+            if code == 429 and k != key:
+                timer = threading.Timer(self.refused_backoff, self.binder.submit, (self._reread, k, ns, name))
+                timer.daemon = True
+                timer.start()
+            else:
+                self.binder.submit(self._reread, k, ns, name)
 
     def _reread(self, key: str, namespace: str, name: str) -> None:
         try:
@@ -429,6 +437,7 @@ class _RetryGroup:
 @dataclass(frozen=True, slots=True)
 class _VictimStays:
     key: str
+    code: int = 0  # the HTTP status that stopped the eviction
 
 
 def _rv(obj: dict[str, Any]) -> int:

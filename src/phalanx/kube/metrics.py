@@ -22,7 +22,7 @@ class Metrics:
         "scheduler_pod_group_schedule_attempts_total": ("counter", "PodGroup scheduling cycles, by result."),
         "scheduler_pod_groups_scheduled": ("gauge", "PodGroups whose PodGroupScheduled condition is True."),
         "phalanx_bindings_total": ("counter", "pods/binding calls, by result."),
-        "phalanx_preemption_victims_total": ("counter", "Preemption victims deleted, by result."),
+        "phalanx_preemption_victims_total": ("counter", "Preemption victims evicted or deleted, by result."),
         "phalanx_api_writes_total": ("counter", "Status patches and events written, by kind and result."),
         "phalanx_leader": ("gauge", "1 while this instance holds the leader lease."),
     }

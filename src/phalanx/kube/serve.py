@@ -16,6 +16,7 @@ from phalanx.kube.binder import Binder
 from phalanx.kube.controller import Controller
 from phalanx.kube.leader import LeaderElector
 from phalanx.kube.metrics import Metrics, serve_health
+from phalanx.kube.writer import ProcessBinder, WriterOptions
 from phalanx.scheduling.config import SchedulerConfig, default_profile
 
 __all__ = ["ServeOptions", "Server", "serve"]
@@ -40,6 +41,15 @@ class ServeOptions:
     health_address: str = "0.0.0.0"
     health_port: int | None = 10251  # None: no health server
     bind_workers: int = 16
+    # "eviction": preemption victims go through the Eviction API (PodDisruptionBudgets enforced by the API
+    # server); "deletion": deleted as kube-scheduler does.
+    victim_removal: str = "eviction"
+    # Writes are made by a child process with its own interpreter (and GIL); False keeps them on threads here.
+    writer_process: bool = True
+
+    def __post_init__(self) -> None:
+        if self.victim_removal not in ("eviction", "deletion"):
+            raise ValueError(f"victim removal must be eviction or deletion, not {self.victim_removal!r}")
 
 
 class Server:
@@ -50,7 +60,7 @@ class Server:
         pool = opts.bind_workers + len(RESOURCES) + 4  # binders, one watch per collection, events, the lease
         self.api = api or Api(make_api_client(opts.kubeconfig, opts.host, pool=pool), opts.qps, opts.burst)
         self.metrics = Metrics()
-        self.binder = Binder(self.api, self.metrics, opts.identity, workers=opts.bind_workers)
+        self.binder = self._binder(opts, api is None)
         config = opts.config or SchedulerConfig([default_profile("phalanx")])
         names = frozenset(p.scheduler_name for p in config.profiles)
         self.controller = Controller(self.api, self.binder, self.metrics, config, names)
@@ -65,6 +75,13 @@ class Server:
             opts.retry_period,
         )
         self.health: Any = None
+
+    def _binder(self, opts: ServeOptions, own_api: bool) -> Binder:
+        eviction = opts.victim_removal == "eviction"
+        if not (opts.writer_process and own_api):  # an injected Api cannot be handed to another process
+            return Binder(self.api, self.metrics, opts.identity, workers=opts.bind_workers, eviction=eviction)
+        args = (opts.kubeconfig, opts.host, opts.qps, opts.burst, opts.identity, opts.bind_workers, eviction)
+        return ProcessBinder(self.api, self.metrics, WriterOptions(*args))
 
     def run(self) -> None:
         opts = self.opts
