@@ -121,6 +121,26 @@ class ClaimTracker:
     def empty(self) -> bool:
         return not self.records and not self.slices
 
+    def rebuild(
+        self,
+        nodes: NodeTable,
+        classes: Iterable[dra.DeviceClass] | None = None,
+        slices: Iterable[dra.ResourceSlice] | None = None,
+    ) -> None:
+        """Index the devices again: after nodes were added, deleted or relabelled (rows and node selectors
+        change), or slices or classes changed. Claims, allocations and reservations are kept."""
+        if classes is not None:
+            self.classes = {c.metadata.name: c for c in classes}
+        if slices is not None:
+            self.slices = list(slices)
+        self.inventory = DeviceInventory(self.slices, nodes, self.features)
+        self.allocated = AllocatedState(self.inventory)
+        self.allocator = Allocator(self.inventory, self.allocated, self.classes, self.features)
+        for record in self.records.values():
+            if record.allocation is not None:
+                self.allocated.add(record.allocation)
+        self.epoch += 1
+
     # --- claims ---------------------------------------------------------------------------------------------------
 
     def add_claim(self, claim: dra.ResourceClaim, generated_from: str | None = None) -> ClaimRecord:

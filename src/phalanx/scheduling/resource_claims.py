@@ -68,6 +68,17 @@ class ClaimBinding:
         nodes.dra_resources = frozenset(binding.extended)
         return binding
 
+    def rebuild(
+        self,
+        nodes: NodeTable,
+        classes: Iterable[dra.DeviceClass] | None = None,
+        slices: Iterable[dra.ResourceSlice] | None = None,
+    ) -> None:
+        """Nodes, slices or classes changed: index the devices again, keeping claims and reservations."""
+        self.tracker.rebuild(nodes, classes, slices)
+        self.extended = extended_resource_classes(self.tracker.classes.values())
+        nodes.dra_resources = frozenset(self.extended)
+
     def claims(self, pi: PodInfo) -> PodClaims:
         return self.tracker.resolve(pi.pod, self.group_of(pi))
 

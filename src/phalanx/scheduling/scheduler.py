@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from phalanx.api.admission import RuntimeClasses
-from phalanx.api.dra import ResourceClaim
+from phalanx.api.dra import DeviceClass, ResourceClaim, ResourceSlice
 from phalanx.api.gcpause import paused_gc
 from phalanx.api.models import Namespace, Node, Pod, PodDisruptionBudget, PodGroup, PriorityClass, RuntimeClass
 from phalanx.api.priority import PriorityResolver
@@ -240,6 +240,7 @@ class Scheduler:
             self.update_node(node)
             return
         row = self.state.add_node(node)
+        self._reindex_devices()
         for key in sorted(k for k in self.bound_elsewhere if self.pods[k].pod.spec.node_name == name):
             self.bound_elsewhere.discard(key)
             self.state.add_bound(self.pods[key], row)
@@ -251,6 +252,7 @@ class Scheduler:
         if node.metadata.name not in self.state.table.index:
             self.add_node(node)
         elif self.state.update_node(node):
+            self._reindex_devices()  # labels may change which slices' node selectors match
             self.queue.on_event("NodeUpdate")
 
     def delete_node(self, name: str) -> list[PodInfo]:
@@ -259,6 +261,7 @@ class Scheduler:
         if name not in self.state.table.index:
             return []
         gone = self.state.delete_node(name)
+        self._reindex_devices()
         for pi in gone:
             self.pods.pop(pi.key, None)
             self.outcomes.pop(pi.key, None)
@@ -269,6 +272,17 @@ class Scheduler:
             # Gone pods may have held a spread skew or an anti-affinity term over a domain with other nodes.
             self.queue.on_event("PodDelete")
         return gone
+
+    def _reindex_devices(self) -> None:
+        """Node rows and labels changed: DRA's device index follows (devices are indexed by node row)."""
+        if self.claims.tracker.slices:
+            self.claims.rebuild(self.state.table)
+
+    def set_devices(self, classes: Iterable[DeviceClass], slices: Iterable[ResourceSlice]) -> None:
+        """DeviceClasses or ResourceSlices changed (a driver published devices): index them again, keeping
+        claims and reservations, and retry pods DRA rejected."""
+        self.claims.rebuild(self.state.table, classes, slices)
+        self.queue.on_event("ResourceSliceChange")
 
     # --- PreEnqueue (SchedulingGates, GangScheduling) -------------------------------------------------------------
 

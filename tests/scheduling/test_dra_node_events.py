@@ -1,0 +1,126 @@
+"""DRA and node events: the device index follows node rows and labels, and new slices make pending pods
+schedulable, without losing the claims already allocated."""
+
+from __future__ import annotations
+
+from phalanx.api import dra
+from phalanx.api.models import Container, Node, NodeStatus, ObjectMeta, Pod, PodSpec
+from phalanx.controllers.resource_claim import generate_claims
+from phalanx.scheduling.resource_claims import ResourceObjects
+from phalanx.scheduling.scheduler import Scheduler
+
+DRIVER = "gpu.example.com"
+CLASS = dra.DeviceClass(
+    metadata=ObjectMeta(name=DRIVER),
+    spec=dra.DeviceClassSpec(
+        selectors=[dra.DeviceSelector(cel=dra.CELDeviceSelector(expression=f'device.driver == "{DRIVER}"'))]
+    ),
+)
+TEMPLATE = dra.ResourceClaimTemplate(
+    metadata=ObjectMeta(name="one-gpu", namespace="default"),
+    spec=dra.ResourceClaimTemplateSpec(
+        spec=dra.ResourceClaimSpec(
+            devices=dra.DeviceClaim(
+                requests=[dra.DeviceRequest(name="gpu", exactly=dra.ExactDeviceRequest(device_class_name=DRIVER))]
+            )
+        )
+    ),
+)
+
+
+def node(name: str) -> Node:
+    return Node(
+        metadata=ObjectMeta(name=name), status=NodeStatus(allocatable={"cpu": "8", "memory": "8Gi", "pods": "10"})
+    )
+
+
+def gpu_slice(node_name: str) -> dra.ResourceSlice:
+    spec = dra.ResourceSliceSpec(
+        driver=DRIVER,
+        node_name=node_name,
+        pool=dra.ResourcePool(name=node_name, generation=1, resource_slice_count=1),
+        devices=[dra.Device(name="gpu-0")],
+    )
+    return dra.ResourceSlice(metadata=ObjectMeta(name=f"{node_name}-gpus"), spec=spec)
+
+
+def add_gpu_pod(s: Scheduler, name: str) -> None:
+    pod = Pod(
+        metadata=ObjectMeta(name=name, namespace="default", uid=f"uid-{name}"),
+        spec=PodSpec(
+            containers=[Container(name="c")], resource_claims=[{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]
+        ),
+    )
+    out = generate_claims([pod], [], [TEMPLATE], [])
+    for claim in out.claims:
+        s.add_resource_claim(claim, "one-gpu")
+    s.add_pod(pod)
+
+
+def engine(names: list[str]) -> Scheduler:
+    s = Scheduler()
+    slices = [gpu_slice(n) for n in names]
+    s.load([node(n) for n in names], [], resources=ResourceObjects([CLASS], slices, [], [TEMPLATE]))
+    return s
+
+
+def devices_in_use(s: Scheduler) -> list[str]:
+    return sorted(
+        f"{r.pool}/{r.device}"
+        for rec in s.claims.tracker.records.values()
+        if rec.allocation is not None
+        for r in rec.allocation.devices.results
+    )
+
+
+def test_a_node_added_between_others_keeps_allocations_on_their_devices() -> None:
+    s = engine(["a", "c"])
+    add_gpu_pod(s, "p1")
+    add_gpu_pod(s, "p2")
+    s.run()
+    assert devices_in_use(s) == ["a/gpu-0", "c/gpu-0"]
+    # "b" sorts between "a" and "c": every row after it moves. The claims still hold a's and c's GPUs.
+    s.add_node(node("b"))
+    s.set_devices([CLASS], [gpu_slice(n) for n in ("a", "b", "c")])
+    add_gpu_pod(s, "p3")
+    s.run()
+    assert s.outcomes["default/p3"].node == "b"
+    assert devices_in_use(s) == ["a/gpu-0", "b/gpu-0", "c/gpu-0"]
+
+
+def test_new_slices_make_a_pending_pod_schedulable() -> None:
+    s = engine(["a"])
+    add_gpu_pod(s, "p1")
+    add_gpu_pod(s, "p2")
+    s.run()
+    assert s.outcomes["default/p2"].phase == "Unschedulable"
+    s.add_node(node("b"))
+    s.run()
+    assert s.outcomes["default/p2"].phase == "Unschedulable"  # a node without devices does not help
+    s.set_devices([CLASS], [gpu_slice("a"), gpu_slice("b")])
+    s.run()
+    assert s.outcomes["default/p2"].node == "b"
+
+
+def test_deleting_a_node_releases_its_pods_claims() -> None:
+    s = engine(["a", "b"])
+    add_gpu_pod(s, "p1")
+    add_gpu_pod(s, "p2")
+    s.run()
+    gone_node = s.outcomes["default/p1"].node
+    assert gone_node is not None
+    s.delete_node(gone_node)
+    assert len(devices_in_use(s)) == 1  # only the other pod's claim is still allocated
+    assert "default/p1" not in s.claims.held
+
+
+def test_rows_shifted_by_a_new_node_still_map_devices_to_their_nodes() -> None:
+    s = engine(["b", "c"])
+    add_gpu_pod(s, "p1")
+    s.run()
+    taken = s.outcomes["default/p1"].node
+    free = ({"b", "c"} - {taken}).pop()
+    s.add_node(node("a"))  # no devices; every row moves down by one
+    add_gpu_pod(s, "p2")
+    s.run()
+    assert s.outcomes["default/p2"].node == free
