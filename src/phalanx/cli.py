@@ -118,6 +118,13 @@ def schedule(
 @click.option("--leader-elect-retry-period", default=2.0, show_default=True, help="Seconds.")
 @click.option("--health-address", default="0.0.0.0", show_default=True, help="Address for /healthz, /readyz, /metrics.")
 @click.option("--health-port", default=10251, show_default=True)
+@click.option(
+    "--victim-removal",
+    type=click.Choice(["eviction", "deletion"]),
+    default="eviction",
+    show_default=True,
+    help="Preemption victims: policy/v1 Eviction (PodDisruptionBudgets enforced) or deletion (as kube-scheduler).",
+)
 @_exits
 def serve(
     kubeconfig: str | None,
@@ -132,6 +139,7 @@ def serve(
     leader_elect_retry_period: float,
     health_address: str,
     health_port: int,
+    victim_removal: str,
 ) -> None:
     """Run as a secondary scheduler against the Kubernetes API (pods with spec.schedulerName of a profile)."""
     from phalanx.kube.serve import ServeOptions
@@ -155,6 +163,7 @@ def serve(
             retry_period=leader_elect_retry_period,
             health_address=health_address,
             health_port=health_port,
+            victim_removal=victim_removal,
         )
     )
 

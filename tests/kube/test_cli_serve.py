@@ -37,6 +37,7 @@ def test_serve_process_binds_then_shuts_down_on_sigterm(apiserver: APIServer, tm
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
     args = ["serve", "--kubeconfig", str(tmp_path / "kubeconfig"), "--config", str(tmp_path / "config.yaml")]
     args += ["--health-address", "127.0.0.1", "--health-port", "0", "--leader-elect-retry-period", "0.1"]
+    args += ["--victim-removal", "deletion"]
     proc = subprocess.Popen([sys.executable, "-m", "phalanx", *args], stderr=subprocess.PIPE, text=True)
     try:
         assert st.wait_for(lambda: "default/p0" in st.bindings, timeout=30)

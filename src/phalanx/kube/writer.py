@@ -14,6 +14,7 @@ import contextlib
 import functools
 import logging
 import multiprocessing as mp
+import signal
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -124,6 +125,10 @@ class ProcessBinder(Binder):
 
 def _child(opts: WriterOptions, calls: Connection, answers: Connection) -> None:
     """The writer process: run every call on a binder, answer it, and send the binder's metrics."""
+    # Ctrl-C and a SIGTERM sent to the whole process group are the parent's to handle: it drains this process
+    # (graceful) or kills it. The child stops by itself when the parent's end of the pipe closes.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     api = Api(make_api_client(opts.kubeconfig, opts.host, pool=opts.workers + 4), opts.qps, opts.burst)
     metrics = Metrics()
     binder = Binder(api, metrics, opts.identity, workers=opts.workers, eviction=opts.eviction)
