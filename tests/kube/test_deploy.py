@@ -36,7 +36,8 @@ def test_cluster_role_grants_exactly_what_serve_calls() -> None:
         ("events.k8s.io", "events", "create"),
     }
     assert needed <= granted
-    assert ("", "pods", "delete") in granted  # preemption victims
+    assert ("", "pods/eviction", "create") in granted  # preemption victims (eviction, the default)
+    assert ("", "pods", "delete") in granted  # preemption victims with --victim-removal=deletion
     assert not any(v in ("*", "update") or (v == "delete" and r != "pods") for (_, r, v) in granted)
     assert not any(r in ("pods", "nodes") and v in ("patch", "create") for (_, r, v) in granted)
 
