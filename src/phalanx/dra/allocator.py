@@ -7,7 +7,7 @@ and assembles one AllocationResult per claim (:mod:`phalanx.dra.results`). It ne
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
 from phalanx.api import dra
@@ -17,7 +17,8 @@ from phalanx.dra.constraints import Tracker, attribute_value, new_tracker
 from phalanx.dra.errors import MAX_RESULTS, AllocationError
 from phalanx.dra.features import DEFAULT_FEATURES, Features
 from phalanx.dra.inventory import DeviceInfo, DeviceInventory, NodePool
-from phalanx.dra.results import RequestRef, build_allocation
+from phalanx.dra.outcomes import Outcome, OutcomeCache, shape_key
+from phalanx.dra.results import Pick, RequestRef, build_allocation, share_id
 from phalanx.dra.search import AllocatorStats, Req, Search, tolerated
 from phalanx.dra.selection import CompileFn, SelectorError, Selectors
 from phalanx.dra.state import AllocatedState
@@ -58,6 +59,7 @@ class Allocator:
         self._prune = prune
         self._selectors = Selectors(compile)
         self.stats = AllocatorStats()
+        self._outcomes = OutcomeCache()
         # Pools that were invalid on the node of the last allocate() that found no solution: kube-scheduler then
         # reports "invalid resource pools were encountered" for that node instead of "cannot allocate all claims".
         self.invalid_pools: list[str] = []
@@ -69,7 +71,41 @@ class Allocator:
         AllocationError for fatal errors. Deterministic: identical inputs give identical results (shareID is a
         UUID derived from a hash of claim namespace/name/uid, request and device, not random)."""
         self.stats.calls += 1
-        self.invalid_pools = []
+        key = None
+        if self._prune:
+            key = shape_key(self.inventory, self.state, row, claims, self.classes, self._selection(claims))
+        if key is not None:
+            known, outcome = self._outcomes.get(key)
+            if known:
+                self.stats.shape_hits += 1
+                return self._finish(row, claims, outcome)
+        outcome = self._search(row, claims)
+        if key is not None:
+            self._outcomes.put(key, outcome)
+        return self._finish(row, claims, outcome)
+
+    def _selection(self, claims: Sequence[dra.ResourceClaim]) -> Callable[[DeviceInfo], Hashable]:
+        """Per device, what the claims' selectors and constraints see of it (for the shape key)."""
+        expressions: set[str] = set()
+        attributes: set[str] = set()
+        for claim in claims:
+            attributes.update(c.match_attribute or c.distinct_attribute or "" for c in claim.spec.devices.constraints)
+            for request in claim.spec.devices.requests:
+                subs: list[Request] = [*request.first_available, *([request.exactly] if request.exactly else [])]
+                for sub in subs:
+                    device_class = self.classes.get(sub.device_class_name)
+                    listed = [*sub.selectors, *(device_class.spec.selectors if device_class else [])]
+                    expressions.update(s.cel.expression for s in listed if s.cel is not None)
+        ordered, names = sorted(expressions), sorted(attributes)
+        list_mode, selectors = self.features.list_type_attributes, self._selectors
+
+        def key(info: DeviceInfo) -> Hashable:
+            verdicts = tuple(selectors.selection_key(e, info) for e in ordered)
+            return verdicts, tuple(attribute_value(info, a, list_mode) for a in names)
+
+        return key
+
+    def _search(self, row: int, claims: Sequence[dra.ResourceClaim]) -> Outcome | None:
         visible = list(self.inventory.visible(row))
         infos = [self.inventory.devices[d] for d in visible]
         call = _Call(row, self.inventory.node_pools(row), infos, {d: i for i, d in enumerate(visible)})
@@ -89,18 +125,53 @@ class Allocator:
         search = Search(claims, reqs, trackers, infos, self.state, self.features, classes, values, self.stats)
         search.lookahead = prune
         if not search.run():
-            self.invalid_pools = [p.pool_id_text for p in call.pools if p.invalid]
             return None
+        return Outcome(
+            choices=tuple(tuple(picks) for picks in search.picks),
+            subrequests=tuple(
+                tuple(search.chosen_subrequest(ci, ri) for ri in range(len(r))) for ci, r in enumerate(reqs)
+            ),
+        )
+
+    def _finish(
+        self, row: int, claims: Sequence[dra.ResourceClaim], outcome: Outcome | None
+    ) -> list[dra.AllocationResult] | None:
+        """Results for node ``row`` from an outcome found on it or on an alike node."""
+        pools = self.inventory.node_pools(row)
+        self.invalid_pools = [p.pool_id_text for p in pools if p.invalid] if outcome is None else []
+        if outcome is None:
+            return None
+        visible = self.inventory.visible(row)
         node_name = self.inventory.nodes.names[row]
+        shares: dict[int, int] = {}  # shares of each multi-allocatable device so far, for stable shareIDs
         out = []
-        for ci, claim in enumerate(claims):
-            chosen = [subs[search.chosen_subrequest(ci, ri)].ref for ri, subs in enumerate(reqs[ci])]
-            out.append(
-                build_allocation(
-                    claim, search.picks[ci], chosen, self.inventory, node_name, self.features.binding_conditions
-                )
-            )
+        for claim, choices, subrequests in zip(claims, outcome.choices, outcome.subrequests, strict=True):
+            picks = []
+            for choice in choices:
+                ref = self._request_ref(claim, choice.request, choice.subrequest)
+                device = visible[choice.pos]
+                share = None
+                if self.inventory.devices[device].allow_multiple:
+                    ordinal = shares[choice.pos] = shares.get(choice.pos, 0) + 1
+                    info = self.inventory.devices[device]
+                    share = share_id(claim, ref.name, f"{info.driver}/{info.pool}/{info.name}", ordinal - 1)
+                picks.append(Pick(ref, device, choice.consumed, share))
+            chosen = [self._request_ref(claim, ri, si) for ri, si in enumerate(subrequests)]
+            binding = self.features.binding_conditions
+            out.append(build_allocation(claim, picks, chosen, self.inventory, node_name, binding))
         return out
+
+    def _request_ref(self, claim: dra.ResourceClaim, ri: int, si: int) -> RequestRef:
+        """What a result needs of a (validated) request or chosen subrequest."""
+        request = claim.spec.devices.requests[ri]
+        if request.first_available:
+            sub = defaulted(request.first_available[si])
+            device_class = self.classes[sub.device_class_name]
+            return RequestRef(f"{request.name}/{sub.name}", ri, device_class, tuple(sub.tolerations), False)
+        assert request.exactly is not None
+        exact = defaulted(request.exactly)
+        device_class = self.classes[exact.device_class_name]
+        return RequestRef(request.name, ri, device_class, tuple(exact.tolerations), bool(exact.admin_access))
 
     # --- pre-pass (upstream's validateDeviceRequest and claim checks) ----------------------------------------------
 
@@ -170,13 +241,7 @@ class Allocator:
                 f"claim {who}, request {name}: admin access is requested, but the feature is disabled"
             )
         device_class = self._device_class(who, name, request.device_class_name)
-        ref = RequestRef(
-            name=f"{base}/{name}" if is_sub else base,
-            request_index=ri,
-            device_class=device_class,
-            tolerations=tuple(request.tolerations),
-            admin_access=exact is not None and bool(exact.admin_access),
-        )
+        ref = self._request_ref(claim, ri, si)
         capacity = {k: amount(q) for k, q in (request.capacity.requests if request.capacity else {}).items()}
         mode = request.allocation_mode
         if mode not in (EXACT_COUNT, ALL):
@@ -305,6 +370,8 @@ def _device_classes(
             key = (
                 tuple(pos in members for members in member_sets),
                 info.static_key,
+                info.pool_id if info.consumes else None,  # counters are per pool
+                pos if info.allow_multiple else None,  # capacity is tracked per multi-allocatable device
                 state.is_allocated(info.index),
                 tuple(v[pos] for v in values.values()),
             )

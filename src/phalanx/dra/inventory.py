@@ -53,6 +53,7 @@ class DeviceInfo:
     allow_multiple: bool
     signature: int  # equal for devices CEL cannot tell apart (driver, attributes, capacity, multi-allocation)
     static_key: tuple[object, ...]  # equal for devices the allocator treats alike apart from selectors/attributes
+    static_id: int  # equal for equal static_key
 
     @property
     def name(self) -> str:
@@ -130,6 +131,7 @@ class DeviceInventory:
         self._shared: list[int] = []
         self._ids: dict[tuple[str, str, str], int] = {}
         self._signatures: dict[bytes, int] = {}
+        self._static_ids: dict[tuple[object, ...], int] = {}
         self._node_pools: dict[int, list[NodePool]] = {}
         self._visible: dict[int, list[int]] = {}
         self._index(slices)
@@ -221,14 +223,16 @@ class DeviceInventory:
         signature = self._signatures.setdefault(sig_bytes, len(self._signatures))
         scope: object = "local" if (node_name or device.binds_to_node) else _SORTED_JSON.encode(selector)
         index = len(self.devices)
+        # Not the pool: counters are per pool, so callers that compare devices add it where it matters.
         static_key = (
             _SORTED_JSON.encode(device.capacity),
-            (pool_id, consumes) if consumes else None,
+            consumes or None,
             tuple((t.key, t.value, t.effect) for t in device.taints),
-            index if multi else None,  # capacity is tracked per multi-allocatable device: never interchangeable
+            multi,
             scope,
             bool(device.binding_conditions),
         )
+        static_id = self._static_ids.setdefault(static_key, len(self._static_ids))
         info = DeviceInfo(
             index=index,
             driver=spec.driver,
@@ -246,6 +250,7 @@ class DeviceInventory:
             allow_multiple=multi,
             signature=signature,
             static_key=static_key,
+            static_id=static_id,
         )
         self.devices.append(info)
         return info
@@ -301,6 +306,10 @@ class DeviceInventory:
         """The shared counters of a pool's newest generation."""
         pool = self.pool_list[pool_id]
         return pool.counter_sets.get(pool.max_generation, {})
+
+    def pool_positions(self, row: int) -> dict[int, int]:
+        """Pool id -> its position in :meth:`node_pools` for node ``row``."""
+        return {p.pool_id: i for i, p in enumerate(self.node_pools(row))}
 
     def node_pools(self, row: int) -> list[NodePool]:
         """GatherPools for node ``row``, in search order (binding-condition pools last)."""

@@ -35,10 +35,10 @@ from phalanx.dra.constraints import Tracker
 from phalanx.dra.errors import MAX_RESULTS, AllocationError, MaxSizeExceeded
 from phalanx.dra.features import Features
 from phalanx.dra.inventory import DeviceInfo
-from phalanx.dra.results import Pick, RequestRef, share_id
+from phalanx.dra.results import RequestRef
 from phalanx.dra.state import AllocatedState
 
-__all__ = ["AllocatorStats", "Req", "Search", "tolerated"]
+__all__ = ["AllocatorStats", "Choice", "Req", "Search", "tolerated"]
 
 
 @dataclass(eq=False)
@@ -65,6 +65,17 @@ class Req:
         return bool(self.sub)
 
 
+@dataclass(frozen=True, slots=True)
+class Choice:
+    """One device the search chose: for which request (and subrequest), at which position of the node's devices,
+    and what it consumes of a multi-allocatable device."""
+
+    request: int
+    subrequest: int
+    pos: int
+    consumed: dict[str, Amount] | None
+
+
 @dataclass
 class AllocatorStats:
     """Counters for benchmarks: allocate calls, search steps (upstream's allocateOne invocations), memo hits."""
@@ -72,6 +83,7 @@ class AllocatorStats:
     calls: int = 0
     steps: int = 0
     memo_hits: int = 0
+    shape_hits: int = 0  # calls answered from an alike node's outcome without a search
 
 
 @dataclass(slots=True)
@@ -118,7 +130,7 @@ class Search:
         self.available: dict[tuple[int, str, str], Fraction] = {}
         self.shares: dict[int, int] = {}  # multi-allocatable device -> shares taken in this attempt
         self.capacity: dict[int, dict[str, int]] = {}
-        self.picks: list[list[Pick]] = [[] for _ in claims]
+        self.picks: list[list[Choice]] = [[] for _ in claims]
         self.selected: dict[tuple[int, int], int] = {}
         # Without classes (adminAccess: device use depends on which claim took it) the memo key would not capture
         # the taken devices, so there is no memo then.
@@ -377,21 +389,17 @@ class Search:
     def _record(self, req: Req, pos: int, charged: bool) -> _Undo:
         info = self.infos[pos]
         consumed: dict[str, Amount] | None = None
-        share: str | None = None
         if info.allow_multiple:
             consumed = req.consumed[pos]
-            ordinal = self.shares.get(pos, 0)
-            self.shares[pos] = ordinal + 1
+            self.shares[pos] = self.shares.get(pos, 0) + 1
             used = self.capacity.setdefault(pos, {})
             for name, use in consumed.items():
                 used[name] = used.get(name, 0) + use.value
-            device_id = f"{info.driver}/{info.pool}/{info.name}"
-            share = share_id(self.claims[req.ci], req.ref.name, device_id, ordinal)
         else:
             self.holders[pos].append(req.ci)
             if self.cls:
                 self.cls_taken[self.cls[pos]] += 1
-        self.picks[req.ci].append(Pick(req.ref, info.index, consumed, share))
+        self.picks[req.ci].append(Choice(req.ri, req.si, pos, consumed))
         return _Undo(pos, req.ci, req, len(req.scoped), charged, consumed)
 
     def _undo(self, undo: _Undo) -> None:

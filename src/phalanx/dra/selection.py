@@ -1,18 +1,19 @@
 """Device selectability (spec dra.md §3.6): class selectors, then request selectors, as CEL, cached.
 
-Slices are immutable here, so a selector's verdict on a device is cached across allocate calls per (expression,
-device signature): devices with the same driver, attributes and capacity share one evaluation. A compile or
-runtime error is remembered too and becomes fatal only when the search actually reaches that device, as upstream.
+Slices are immutable here, so a selector's verdict is cached across allocate calls per (expression, values of
+the device paths it reads): devices that agree on those share one evaluation. A compile or runtime error is
+remembered too and becomes fatal only when the search actually reaches that device, as upstream.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from phalanx.api import cel
 from phalanx.dra.inventory import DeviceInfo
+from phalanx.dra.projection import Path, device_paths, projection
 
 __all__ = ["CompileFn", "Selector", "SelectorError", "Selectors"]
 
@@ -37,7 +38,9 @@ class Selectors:
     def __init__(self, compile_fn: CompileFn | None) -> None:
         self._compile: CompileFn = compile_fn or cel.compile_selector
         self._compiled: dict[str, Selector | tuple[str, str]] = {}
-        self._verdicts: dict[tuple[str, int], bool | tuple[str, str]] = {}
+        self._paths: dict[str, frozenset[Path] | None] = {}
+        self._keys: dict[tuple[str, int], Hashable] = {}
+        self._verdicts: dict[tuple[str, Hashable], bool | tuple[str, str]] = {}
         self._views: dict[int, cel.DeviceView] = {}
 
     def check(self, owner: str, expressions: list[str], info: DeviceInfo) -> bool | SelectorError:
@@ -55,15 +58,31 @@ class Selectors:
                 return False
         return True
 
+    def selection_key(self, expr: str, info: DeviceInfo) -> Hashable:
+        """Equal for devices on which ``expr`` certainly gives the same verdict: the values of the device paths it
+        reads (see :mod:`phalanx.dra.projection`), or the whole device when that is unknown."""
+        key = self._keys.get((expr, info.index))
+        if key is None:
+            selector = self._selector(expr)
+            paths = self._paths.get(expr)
+            if isinstance(selector, tuple):
+                key = "compile error"
+            elif paths is None:
+                key = info.signature
+            else:
+                key = projection(paths, info.driver, info.device, info.allow_multiple)
+            self._keys[(expr, info.index)] = key
+        return key
+
     def _verdict(self, expr: str, info: DeviceInfo) -> bool | tuple[str, str]:
-        key = (expr, info.signature)
+        key = (expr, self.selection_key(expr, info))
         cached = self._verdicts.get(key)
         if cached is None:
             cached = self._evaluate(expr, info)
             self._verdicts[key] = cached
         return cached
 
-    def _evaluate(self, expr: str, info: DeviceInfo) -> bool | tuple[str, str]:
+    def _selector(self, expr: str) -> Selector | tuple[str, str]:
         selector = self._compiled.get(expr)
         if selector is None:
             try:
@@ -71,6 +90,12 @@ class Selectors:
             except cel.CelError as err:
                 selector = ("compile", str(err))
             self._compiled[expr] = selector
+            syntax = getattr(selector, "syntax", None)  # injected test compilers have none: whole-device keys
+            self._paths[expr] = device_paths(syntax) if syntax is not None else None
+        return selector
+
+    def _evaluate(self, expr: str, info: DeviceInfo) -> bool | tuple[str, str]:
+        selector = self._selector(expr)
         if isinstance(selector, tuple):
             return selector
         try:
