@@ -185,6 +185,16 @@ def serve(
 @click.option("--report", default="phalanx-report.html", show_default=True, help="Where to write the HTML report.")
 @click.option("--metrics", "metrics_path", default=None, help="Also write the metrics as JSON to this file.")
 @click.option("--timeseries", default=None, help="Also write the time series as CSV to this file.")
+@click.option(
+    "--experiment",
+    type=click.Choice(["fragmentation"]),
+    default=None,
+    help="Run the openb GPU-fragmentation experiment instead (needs --nodes and --pods; policies: "
+    "phalanx, random, bestfit, fgd).",
+)
+@click.option("--nodes", "nodes_csv", type=click.Path(dir_okay=False), help="Experiment: the openb node CSV.")
+@click.option("--pods", "pods_csv", type=click.Path(dir_okay=False), help="Experiment: the openb pod CSV.")
+@click.option("--seeds", default=1, show_default=True, help="Experiment: how many seeds (42, 43, ...) to run.")
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @_exits
 def simulate(
@@ -200,10 +210,18 @@ def simulate(
     report: str,
     metrics_path: str | None,
     timeseries: str | None,
+    experiment: str | None,
+    nodes_csv: str | None,
+    pods_csv: str | None,
+    seeds: int,
     output: str,
 ) -> None:
     """Replay a workload on a cluster over simulated time under several policies, and compare them."""
     from rich.progress import Progress
+
+    if experiment == "fragmentation":
+        _fragmentation_experiment(nodes_csv, pods_csv, policies, seeds, output)
+        return
 
     from phalanx.render import render_simulation
     from phalanx.sim import scenario as sc
@@ -231,6 +249,32 @@ def simulate(
         console = Console(width=None if sys.stdout.isatty() else 200)
         render_simulation(scenario.title, COMPARISON_HEADER, comparison_rows(summaries), console)
         click.echo(f"report: {report}", err=True)
+
+
+def _fragmentation_experiment(
+    nodes_csv: str | None, pods_csv: str | None, policies: tuple[str, ...], seeds: int, output: str
+) -> None:
+    """`simulate --experiment fragmentation`: the openb procedure per policy and seed, then a table or JSON."""
+    from rich.progress import Progress
+
+    from phalanx.render import render_simulation
+    from phalanx.scheduling.gpu_share import POLICIES
+    from phalanx.sim.fragmentation import experiment, trace_name
+    from phalanx.sim.openb import load_nodes, load_pods
+
+    if not nodes_csv or not pods_csv:
+        raise InputError(["--experiment fragmentation needs --nodes NODES.csv and --pods PODS.csv"])
+    nodes, pods = load_nodes(nodes_csv), load_pods(pods_csv)
+    chosen = list(policies) or list(POLICIES)
+    with Progress(console=Console(stderr=True), transient=True, disable=not sys.stderr.isatty()) as bar:
+        tasks = {name: bar.add_task(name, total=max(seeds, 0)) for name in chosen}
+        result = experiment(nodes, pods, trace_name(pods_csv), chosen, seeds, lambda p, n: bar.advance(tasks[p], n))
+    if output == "json":
+        click.echo(json.dumps(result.to_json(), indent=2))
+    else:
+        header, *rows = result.table()
+        title = f"Unallocated GPU % at 100 % arrival: {result.trace}, seeds {result.seeds[0]}..{result.seeds[-1]}"
+        render_simulation(title, header, rows, Console(width=None if sys.stdout.isatty() else 200))
 
 
 cli.add_command(guard)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Protocol
 
 import numpy as np
@@ -74,6 +75,19 @@ class TargetDistribution:
     num_gpu: IntArray  # (M,)
     allowed: BoolArray  # (M, models) which GPU models each shape accepts
     prob: FloatArray  # (M,)
+
+    @cached_property
+    def levels(self) -> tuple[IntArray, IntArray]:
+        """The distinct per-GPU milli of the shapes and each shape's index into them (GPU sums run per level)."""
+        levels, index = np.unique(self.gpu_milli, return_inverse=True)
+        return levels, index.reshape(-1)
+
+    @cached_property
+    def reserved(self) -> BoolArray:
+        """Per model: does some model-constrained GPU shape accept it (those GPUs are not interchangeable)."""
+        constrained = ~self.allowed.all(axis=1) & (self.gpu_milli > 0)
+        reserved: BoolArray = np.asarray(self.allowed[constrained].any(axis=0), dtype=np.bool_)
+        return reserved
 
 
 def typical_pods(
@@ -153,21 +167,20 @@ def fragmentation(cpu_free: IntArray, gpu_free: IntArray, model: IntArray, targe
     Shapes: `cpu_free` (...,), `gpu_free` (..., G), `model` (...,); the result has shape (...,).
     """
     idle = np.clip(gpu_free, 0, None).sum(axis=-1)
-    usable, count = _usable(gpu_free, target.gpu_milli)
+    usable, count = _usable(gpu_free, target)
     hostable = _hostable(count, cpu_free, model, target)
     return idle - (hostable * usable) @ target.prob  # type: ignore[no-any-return]
 
 
-def _usable(gpu_free: IntArray, milli: IntArray) -> tuple[IntArray, IntArray]:
+def _usable(gpu_free: IntArray, target: TargetDistribution) -> tuple[IntArray, IntArray]:
     """Per target shape: free milli on GPUs big enough for it, and how many such GPUs ((..., M) each)."""
-    big = (gpu_free[..., None] >= milli) & (milli > 0)
-    return (gpu_free[..., None] * big).sum(axis=-2), big.sum(axis=-2)
+    levels, index = target.levels
+    big = (gpu_free[..., None] >= levels) & (levels > 0)
+    return (gpu_free[..., None] * big).sum(axis=-2)[..., index], big.sum(axis=-2)[..., index]
 
 
 def _hostable(count: IntArray, cpu_free: IntArray, model: IntArray, target: TargetDistribution) -> BoolArray:
-    return (
-        (count >= target.num_gpu) & (cpu_free[..., None] >= target.cpu) & target.allowed.T[model]
-    )
+    return (count >= target.num_gpu) & (cpu_free[..., None] >= target.cpu) & target.allowed.T[model]
 
 
 class Score(Protocol):
@@ -286,17 +299,68 @@ def fgd_gpus(
     return [int(slot[0])]
 
 
+def stranding(cpu_free: IntArray, gpu_free: IntArray, model: IntArray, target: TargetDistribution) -> FloatArray:
+    """Expected GPU milli on a node that the target shapes could use by GPU but not by CPU ("stranded" by CPU).
+
+    For shape m: copies that fit by GPU (sharing: sum of floor(free/g_m) over GPUs; whole: floor(free GPUs/k_m))
+    minus copies that fit by CPU (floor(cpu_free/c_m)), when positive, times one copy's GPU milli; weighted by p_m.
+    """
+    g, k = target.gpu_milli, np.maximum(target.num_gpu, 1)
+    free = np.clip(gpu_free, 0, None)
+    levels, index = target.levels
+    # float floor-division is several times faster than integer; the epsilon guards exact multiples (940/470)
+    copies = np.floor(free[..., None] * (1.0 / np.maximum(levels, 1)) + 1e-9).sum(axis=-2)
+    sharing_copies = copies[..., index]
+    whole_copies = (free >= GPU_MILLI).sum(axis=-1)[..., None] // k
+    by_gpu = np.where(g >= GPU_MILLI, whole_copies, np.where(g > 0, sharing_copies, 0))
+    by_cpu = np.floor(cpu_free[..., None] * (1.0 / np.maximum(target.cpu, 1)) + 1e-9)
+    excess = np.clip(by_gpu - by_cpu, 0, None) * target.allowed.T[model]
+    return (excess * g * k) @ target.prob  # type: ignore[no-any-return]
+
+
+def take_gpus(gpu_free: IntArray, pod: GpuPod) -> IntArray:
+    """Every node's GPUs after `choose_gpus` placed the pod there (rows that cannot host it are not meaningful)."""
+    if pod.num_gpu == 0:
+        return gpu_free
+    if pod.sharing:
+        # tightest fit, lowest index on ties (argmin returns the first minimum)
+        slot = np.argmin(np.where(gpu_free >= pod.gpu_milli, gpu_free, np.iinfo(np.int64).max), axis=1)
+        after = gpu_free.copy()
+        after[np.arange(len(after)), slot] -= pod.gpu_milli
+        return after
+    whole = gpu_free >= GPU_MILLI
+    return gpu_free - GPU_MILLI * (whole & (np.cumsum(whole, axis=1) <= pod.num_gpu))
+
+
+STRANDING_RESOLUTION = 80.0  # milli-GPU: smaller differences in stranding are ties, left to the node order
+PRIMARY = 1e6  # a step of the primary score outweighs any secondary difference (|secondary| <= 8000/80)
+
+
 def phalanx_score(
     view: GpuView, pod: GpuPod, rows: IntArray, target: TargetDistribution, rng: np.random.Generator | None = None
 ) -> FloatArray:
-    """phalanx's default GPU scoring (placeholder: FGD's gradient without truncation)."""
-    delta, _ = fgd_delta(view, pod, rows, target)
-    return delta
+    """phalanx's default GPU scoring: FGD's integer fragmentation gradient, refined by CPU stranding.
+
+    GPU pods: primary = floor(100*sigmoid(dF/1000)) (spec §4.6, evaluated at the slot `choose_gpus` takes), then
+    fewer GPU milli stranded by CPU (in steps of 80 milli) except on models constrained target shapes need.
+    CPU-only pods: primary = least stranding growth, then the FGD gradient. Remaining ties: the node order.
+    """
+    cpu, model, free = view.cpu_free[rows], view.model[rows], view.gpu_free[rows]
+    cpu_after, free_after = cpu - pod.cpu, take_gpus(free, pod)
+    delta = fragmentation(cpu, free, model, target) - fragmentation(cpu_after, free_after, model, target)
+    gradient = np.floor(100.0 / (1.0 + np.exp(-delta / 1000.0)))
+    growth = stranding(cpu_after, free_after, model, target) - stranding(cpu, free, model, target)
+    less_stranding = np.floor(-growth / STRANDING_RESOLUTION)
+    if pod.num_gpu == 0:
+        return less_stranding * PRIMARY + gradient
+    # moving flexible GPU pods to CPU-rich nodes would take GPUs that model-constrained pods cannot replace
+    return gradient * PRIMARY + less_stranding * ~target.reserved[model]  # type: ignore[no-any-return]
 
 
 def phalanx_gpus(
     view: GpuView, pod: GpuPod, row: int, target: TargetDistribution, rng: np.random.Generator | None = None
 ) -> list[int]:
+    """phalanx places GPUs with `choose_gpus` (tightest fit; whole GPUs: the lowest-indexed free ones)."""
     return choose_gpus(view, pod, row)
 
 

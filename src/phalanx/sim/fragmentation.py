@@ -57,7 +57,11 @@ class RunResult:
     arrived: IntArray
     used: IntArray
     frag: FloatArray
-    placed: npt.NDArray[np.bool_]
+    node: IntArray  # the node row each attempt went to, -1 when it failed
+
+    @property
+    def placed(self) -> npt.NDArray[np.bool_]:
+        return self.node >= 0
 
     def curve(self) -> dict[int, float]:
         return unallocated_curve(self.arrived, self.used, self.capacity)
@@ -126,7 +130,7 @@ def run(nodes: OpenbNodes, pods: OpenbPods, policy: str, seed: int, tune: float 
     frag = fragmentation(view.cpu_free, view.gpu_free, view.model, target)
     events = len(order.order)
     arrived, used = np.zeros(events, dtype=np.int64), np.zeros(events, dtype=np.int64)
-    frag_log, placed = np.zeros(events), np.zeros(events, dtype=np.bool_)
+    frag_log, node = np.zeros(events), np.full(events, -1, dtype=np.int64)
     total_arrived = total_used = 0
     for e, i in enumerate(order.order):
         cpu, milli, num, models = _shape(pods, nodes, int(i))
@@ -151,9 +155,9 @@ def run(nodes: OpenbNodes, pods: OpenbPods, policy: str, seed: int, tune: float 
             version[row] += 1
             frag[row] = fragmentation(view.cpu_free[row], view.gpu_free[row], view.model[row], target)
             total_used += pod.total_milli
-            placed[e] = True
+            node[e] = row
         arrived[e], used[e], frag_log[e] = total_arrived, total_used, frag.sum()
-    return RunResult(policy, seed, nodes.gpu_capacity, arrived, used, frag_log, placed)
+    return RunResult(policy, seed, nodes.gpu_capacity, arrived, used, frag_log, node)
 
 
 def _cached_scores(
