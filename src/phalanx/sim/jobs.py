@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 import msgspec
 
+from phalanx.api.dra import ResourceClaimTemplate
 from phalanx.api.models import (
     Container,
     GangSchedulingPolicy,
@@ -25,12 +26,12 @@ from phalanx.api.models import (
     Toleration,
 )
 from phalanx.controllers.job import reconcile_job
-from phalanx.sim.workload import JobRecord
+from phalanx.sim.device_claims import claim_template, pod_claims
+from phalanx.sim.workload import GPU, JobRecord
 
-__all__ = ["GPU", "NAMESPACE", "batch_job", "job_objects", "tolerations_for"]
+__all__ = ["GPU", "NAMESPACE", "batch_job", "claim_template_of", "job_name", "job_objects", "tolerations_for"]
 
 NAMESPACE = "sim"
-GPU = "nvidia.com/gpu"
 _EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
 
@@ -38,14 +39,16 @@ UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
 def batch_job(job: JobRecord, attempt: int, tolerations: Sequence[Toleration] = ()) -> Job:
     """The Job of one attempt. A restarted job is a new Job (``-r<n>``), as a controller recreating it would
     make, so its pods and PodGroup get new names."""
-    name = job.name if attempt == 0 else f"{job.name}-r{attempt}"
+    name = job_name(job, attempt)
     requests: dict[str, str | int | float] = {"cpu": job.cpu, "memory": job.memory}
-    if job.gpus:
+    entries, refs = pod_claims(_template_name(name)) if job.claim is not None else ([], [])
+    if job.gpus and job.claim is None:
         requests[GPU] = job.gpus
     template = PodSpec(
-        containers=[Container(name="main", resources=ResourceRequirements(requests=requests))],
+        containers=[Container(name="main", resources=ResourceRequirements(requests=requests, claims=refs))],
         priority=job.priority,
         tolerations=list(tolerations),
+        resource_claims=entries,
     )
     return Job(
         metadata=ObjectMeta(name=name, namespace=NAMESPACE, creation_timestamp=_created(job)),
@@ -57,6 +60,21 @@ def batch_job(job: JobRecord, attempt: int, tolerations: Sequence[Toleration] = 
             template=PodTemplateSpec(spec=template),
         ),
     )
+
+
+def job_name(job: JobRecord, attempt: int) -> str:
+    return job.name if attempt == 0 else f"{job.name}-r{attempt}"
+
+
+def _template_name(job: str) -> str:
+    return f"{job}-gpus"
+
+
+def claim_template_of(job: JobRecord, attempt: int) -> ResourceClaimTemplate | None:
+    """The ResourceClaimTemplate the attempt's pods claim their GPUs from (None: no DRA claim)."""
+    if job.claim is None:
+        return None
+    return claim_template(_template_name(job_name(job, attempt)), NAMESPACE, job.gpus, job.claim)
 
 
 def _created(job: JobRecord) -> datetime:

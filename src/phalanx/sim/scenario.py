@@ -12,12 +12,22 @@ import yaml
 from phalanx.api.errors import InputError
 from phalanx.api.loader import load
 from phalanx.api.models import Node
+from phalanx.sim.devices import ClusterDevices
 from phalanx.sim.faults import NodeEvent, NodeFailures
 from phalanx.sim.metrics import summary
 from phalanx.sim.simulator import POLICIES, SimulationResult, simulate
-from phalanx.sim.workload import ClusterSpec, JobRecord, Pool, generate_jobs, load_workload, nodes_of
+from phalanx.sim.workload import ClusterSpec, JobRecord, Pool, devices_of, generate_jobs, load_workload, nodes_of
 
-__all__ = ["DEFAULT_CLUSTER", "Faults", "Scenario", "load_cluster", "node_failures", "run", "scenario_from"]
+__all__ = [
+    "DEFAULT_CLUSTER",
+    "Faults",
+    "KubeCluster",
+    "Scenario",
+    "load_cluster",
+    "node_failures",
+    "run",
+    "scenario_from",
+]
 
 # 32 nodes x 8 GPUs (256 GPUs), racks of 8 nodes, blocks of 2 racks.
 DEFAULT_CLUSTER = ClusterSpec(
@@ -40,6 +50,15 @@ class Scenario:
     nodes: list[Node]
     jobs: list[JobRecord]
     faults: Faults = field(default_factory=Faults)
+    devices: ClusterDevices | None = None  # DeviceClasses and ResourceSlices (DRA clusters)
+
+
+@dataclass
+class KubeCluster:
+    """A cluster given as Kubernetes objects: Nodes, and the DeviceClasses and ResourceSlices of its drivers."""
+
+    nodes: list[Node]
+    devices: ClusterDevices | None = None
 
 
 def default_scenario(seed: int = 1, jobs: int = 400) -> Scenario:
@@ -51,19 +70,23 @@ def default_scenario(seed: int = 1, jobs: int = 400) -> Scenario:
     )
 
 
-def load_cluster(path: str) -> ClusterSpec | list[Node]:
+def load_cluster(path: str) -> ClusterSpec | KubeCluster:
     """A cluster as a compact spec with `pools` (and optional `nodeEvents`, `failures`; docs/simulate.md), or as
-    Kubernetes Node objects."""
-    try:
-        raw = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise InputError([f"{path}: cannot read cluster: {exc}"]) from exc
+    Kubernetes Node objects with any DeviceClass and ResourceSlice objects (a file or a directory)."""
+    raw = None
+    if not Path(path).is_dir():  # a directory holds Kubernetes objects, as `phalanx schedule -f` reads them
+        try:
+            raw = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+        except (OSError, yaml.YAMLError) as exc:
+            raise InputError([f"{path}: cannot read cluster: {exc}"]) from exc
     if isinstance(raw, dict) and "pools" in raw:
         return ClusterSpec.parse(raw, path)
-    nodes = load([path]).nodes
-    if not nodes:
+    inv = load([path])
+    if not inv.nodes:
         raise InputError([f"{path}: no Nodes and no `pools`: nothing to simulate on"])
-    return nodes
+    if not inv.resource_slices:
+        return KubeCluster(inv.nodes)
+    return KubeCluster(inv.nodes, ClusterDevices(inv.device_classes, inv.resource_slices))
 
 
 def node_failures(mtbf_hours: float | None, repair_hours: float) -> NodeFailures | None:
@@ -89,18 +112,23 @@ def scenario_from(
     if cluster is None and workload is None and preset == "philly" and failures is None and not pod_failure_probability:
         return default_scenario(seed, jobs)
     spec = load_cluster(cluster) if cluster else DEFAULT_CLUSTER
-    nodes = nodes_of(spec) if isinstance(spec, ClusterSpec) else spec
     faults = Faults(seed=seed)
     if isinstance(spec, ClusterSpec):
+        nodes = nodes_of(spec)
+        devices = devices_of(spec, nodes)
         faults.node_events, faults.failures = list(spec.node_events), spec.failures
+    else:
+        nodes, devices = spec.nodes, spec.devices
     if workload:
         records, events = load_workload(workload)
         faults.node_events = sorted([*faults.node_events, *events], key=lambda e: e.time)
     else:
         gap = 15.0 if cluster is None else 30.0
-        records = generate_jobs(preset, jobs, seed, mean_gap=gap, failure_probability=pod_failure_probability)
+        # On a cluster whose GPUs are DRA devices, generated jobs claim them through ResourceClaimTemplates.
+        dra = devices is not None
+        records = generate_jobs(preset, jobs, seed, mean_gap=gap, failure_probability=pod_failure_probability, dra=dra)
     faults.failures = failures or faults.failures
-    return Scenario(f"{len(records)} jobs on {len(nodes)} nodes", nodes, records, faults)
+    return Scenario(f"{len(records)} jobs on {len(nodes)} nodes", nodes, records, faults, devices)
 
 
 def run(
@@ -113,5 +141,16 @@ def run(
     for name in policies:
         step = (lambda n, name=name: progress(name, n)) if progress else None
         f = scenario.faults
-        results.append(simulate(scenario.nodes, scenario.jobs, POLICIES[name], step, f.node_events, f.failures, f.seed))
+        results.append(
+            simulate(
+                scenario.nodes,
+                scenario.jobs,
+                POLICIES[name],
+                step,
+                f.node_events,
+                f.failures,
+                f.seed,
+                devices=scenario.devices,
+            )
+        )
     return results, [summary(r) for r in results]

@@ -21,12 +21,15 @@ import msgspec
 import numpy as np
 
 from phalanx.api.errors import InputError
-from phalanx.api.models import Node
+from phalanx.api.models import Node, Pod, PodGroup
 from phalanx.controllers.job import backoff_limit_exceeded
+from phalanx.controllers.resource_claim import generate_claims
 from phalanx.scheduling.config import SchedulerConfig, TopologyArgs, default_profile
+from phalanx.scheduling.resource_claims import ResourceObjects
 from phalanx.scheduling.scheduler import Scheduler
+from phalanx.sim.devices import ClusterDevices, GpuDevices
 from phalanx.sim.faults import NodeEvent, NodeFailures
-from phalanx.sim.jobs import GPU, NAMESPACE, batch_job, job_objects, tolerations_for
+from phalanx.sim.jobs import GPU, NAMESPACE, batch_job, claim_template_of, job_objects, tolerations_for
 from phalanx.sim.workload import BLOCK, HOSTNAME, RACK, JobRecord
 
 __all__ = ["CAUSES", "POLICIES", "JobRun", "Policy", "Sample", "SimulationResult", "simulate"]
@@ -116,11 +119,13 @@ def simulate(
     failures: NodeFailures | None = None,
     seed: int = 0,
     on_step: Callable[[Scheduler, float], None] | None = None,
+    devices: ClusterDevices | None = None,
 ) -> SimulationResult:
     """Run ``jobs`` on ``nodes`` under ``policy`` until no event is left. ``node_events`` and ``failures`` fail,
     drain and recover nodes; ``seed`` drives generated node failures and pod failures. ``on_step`` sees the engine
-    after every instant (tests use it to check invariants)."""
-    sim = _Simulation(nodes, jobs, policy, node_events, failures, seed)
+    after every instant (tests use it to check invariants). ``devices`` are the cluster's DeviceClasses and
+    ResourceSlices; its GPU devices count as GPUs in every metric, next to ``nvidia.com/gpu``."""
+    sim = _Simulation(nodes, jobs, policy, node_events, failures, seed, devices)
     return sim.run(progress, on_step)
 
 
@@ -135,14 +140,18 @@ class _Simulation:
         node_events: Sequence[NodeEvent],
         failures: NodeFailures | None,
         seed: int,
+        devices: ClusterDevices | None = None,
     ) -> None:
         self.policy, self.seed, self.failures = policy, seed, failures
         self.sched = Scheduler(policy.config())
-        self.sched.load(nodes, [])
+        resources = ResourceObjects(devices.classes, devices.slices) if devices is not None else None
+        self.sched.load(nodes, [], resources=resources)
         table = self.sched.state.table
         self.gpu_col = table.ensure_resource(GPU)
+        self.devices = GpuDevices(devices.gpu_drivers if devices is not None else frozenset())
+        self.claims: dict[str, list[str]] = {}  # pod key -> keys of the claims generated for it
         racks = list(table.label(RACK).values)
-        self.result = SimulationResult(policy.name, int(table.allocatable[:, self.gpu_col].sum()), [], racks=racks)
+        self.result = SimulationResult(policy.name, int(self._gpus()[0].sum()), [], racks=racks)
         self.nodes = {n.metadata.name: n for n in nodes}
         self.tolerations = tolerations_for(nodes)
         self.down: set[str] = set()
@@ -199,8 +208,7 @@ class _Simulation:
         elif tag != run.restarts or run.start is None or run.end is not None:
             return  # an event of an attempt that ended early
         elif kind == _COMPLETE:
-            for key in run.pods:
-                self.sched.delete_pod(key)
+            self._delete_pods(run)
             run.end = now
             if progress:
                 progress(1)
@@ -237,10 +245,33 @@ class _Simulation:
         if group is not None:
             self.sched.add_pod_group(group)
             run.group = f"{NAMESPACE}/{group.metadata.name}"
+        self._generate_claims(run, pods, group)
         keys = [self.sched.add_pod(pod).key for pod in pods]
         self.owner.update((k, i) for k in keys)
         self.waiting.add(i)
         return keys
+
+    def _generate_claims(self, run: JobRun, pods: list[Pod], group: PodGroup | None) -> None:
+        """The resourceclaim controller's step, before the pods reach the scheduler: each pod's claim from the
+        attempt's template (the pods' ``status.resourceClaimStatuses`` name them)."""
+        template = claim_template_of(run.job, run.restarts)
+        if template is None:
+            return
+        out = generate_claims(pods, [group] if group is not None else [], [template], [])
+        for claim in out.claims:
+            self.sched.add_resource_claim(claim, template.metadata.name)
+        for pod in pods:
+            names = [s.resource_claim_name for s in pod.status.resource_claim_statuses if s.resource_claim_name]
+            self.claims[f"{NAMESPACE}/{pod.metadata.name}"] = [f"{NAMESPACE}/{name}" for name in names]
+
+    def _delete_pods(self, run: JobRun) -> None:
+        """Delete the attempt's pods and, as the garbage collector does for claims a pod owns, their claims: the
+        engine frees a claim with its last consumer, but a pod deleted before it was bound leaves its claim."""
+        for key in run.pods:
+            self.sched.delete_pod(key)
+            for claim in self.claims.pop(key, ()):
+                if self.sched.claims.tracker.get(claim) is not None:
+                    self.sched.delete_resource_claim(*claim.split("/", 1))
 
     def _stop(self, run: JobRun, now: float, cause: str) -> None:
         """End the current attempt: count its lost GPU time and delete its pods and PodGroup."""
@@ -248,8 +279,7 @@ class _Simulation:
             lost = (now - run.start) * run.job.gpus * run.job.pods
             run.lost_gpu_seconds += lost
             run.lost_by[cause] += lost
-        for key in run.pods:
-            self.sched.delete_pod(key)
+        self._delete_pods(run)
         if run.group:
             self.sched.delete_pod_group(run.group)
         run.start = None
@@ -328,10 +358,19 @@ class _Simulation:
 
     # --- samples -------------------------------------------------------------------------------------------------
 
-    def _sample(self, now: float) -> Sample:
+    def _gpus(self) -> tuple[np.ndarray, np.ndarray]:
+        """(allocatable, allocated) GPUs per node row: ``nvidia.com/gpu`` plus GPU devices."""
         t = self.sched.state.table
-        used = t.requested[:, self.gpu_col]
-        alloc = t.allocatable[:, self.gpu_col]
+        alloc, used = t.allocatable[:, self.gpu_col], t.requested[:, self.gpu_col]
+        if not self.devices.drivers:
+            return alloc, used
+        total, taken = self.devices.per_row(self.sched.claims.tracker, len(t))
+        # On a node that does not advertise nvidia.com/gpu, a pod's request for it is served by a device claim
+        # (DRAExtendedResource) and already counted among the allocated devices.
+        return alloc + total, np.where(alloc > 0, used, 0) + taken
+
+    def _sample(self, now: float) -> Sample:
+        alloc, used = self._gpus()
         placed = self.sched.state.placement
         runs = self.runs
         held = sum(runs[i].job.gpus * sum(1 for k in runs[i].pods if k in placed) for i in self.waiting)

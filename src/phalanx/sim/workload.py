@@ -13,14 +13,25 @@ import yaml
 
 from phalanx.api.errors import InputError
 from phalanx.api.models import Node, NodeStatus, ObjectMeta
+from phalanx.sim.device_claims import CLAIM_FIELDS, GpuClaim, parse_claim
+from phalanx.sim.devices import (
+    NUMA_NODE,
+    ClusterDevices,
+    PoolDevices,
+    device_classes,
+    parse_pool_devices,
+    resource_slices,
+)
 from phalanx.sim.faults import NodeEvent, NodeFailures, parse_failures, parse_node_events
 
 __all__ = [
     "BLOCK",
+    "GPU",
     "RACK",
     "ClusterSpec",
     "JobRecord",
     "Pool",
+    "devices_of",
     "generate_jobs",
     "load_trace",
     "load_workload",
@@ -30,6 +41,7 @@ __all__ = [
 BLOCK = "phalanx.dev/block"
 RACK = "phalanx.dev/rack"
 HOSTNAME = "kubernetes.io/hostname"
+GPU = "nvidia.com/gpu"
 
 
 @dataclass
@@ -41,6 +53,12 @@ class Pool:
     allocatable: dict[str, str | int]
     nodes_per_rack: int = 0
     racks_per_block: int = 0
+    devices: PoolDevices | None = None  # publish the GPUs as DRA devices instead of the extended resource
+
+    def gpus_per_node(self) -> int:
+        if self.devices is not None and self.devices.count:
+            return self.devices.count
+        return int(self.allocatable.get(GPU, 0))
 
 
 @dataclass
@@ -63,6 +81,7 @@ class ClusterSpec:
                         dict(p["allocatable"]),
                         int(p.get("nodesPerRack", 0)),
                         int(p.get("racksPerBlock", 0)),
+                        parse_pool_devices(p, f"pools[{i}]"),
                     )
                 )
             except (KeyError, TypeError, ValueError) as exc:
@@ -82,8 +101,28 @@ def nodes_of(spec: ClusterSpec) -> list[Node]:
                 if pool.racks_per_block:
                     labels[BLOCK] = f"{pool.name}-block-{rack // pool.racks_per_block:03d}"
             alloc: dict[str, str | int | float] = {"pods": 110, **pool.allocatable}  # kubelet's default max pods
+            if pool.devices is not None:
+                alloc.pop(GPU, None)  # the DRA driver publishes the GPUs; no device plugin advertises them
             nodes.append(Node(metadata=ObjectMeta(name=name, labels=labels), status=NodeStatus(allocatable=alloc)))
     return nodes
+
+
+def devices_of(spec: ClusterSpec, nodes: list[Node]) -> ClusterDevices | None:
+    """The DeviceClasses and ResourceSlices the pools with ``devices`` publish for ``nodes`` (``nodes_of``)."""
+    pools = {p.name: p for p in spec.pools if p.devices is not None}
+    if not pools:
+        return None
+    try:
+        classes = device_classes(p.devices for p in pools.values() if p.devices is not None)
+    except ValueError as exc:
+        raise InputError([f"cluster spec: {exc}"]) from exc
+    slices = []
+    for node in nodes:
+        pool = pools.get(node.metadata.labels.get("phalanx.dev/pool", ""))
+        if pool is not None and pool.devices is not None and pool.gpus_per_node():
+            slices.append(resource_slices(node, pool.devices, pool.gpus_per_node()))
+    drivers = frozenset(p.devices.driver for p in pools.values() if p.devices is not None)
+    return ClusterDevices(classes, slices, drivers)
 
 
 @dataclass(frozen=True)
@@ -102,6 +141,7 @@ class JobRecord:
     topology: str = ""  # "" or "required:<label>" or "preferred:<label>"
     failure_probability: float = 0.0  # chance that an attempt fails (one pod fails) before it completes
     backoff_limit: int = 6  # the Job's spec.backoffLimit: pod failures tolerated before the job fails
+    claim: GpuClaim | None = None  # the pod's ``gpus`` come from a ResourceClaimTemplate instead of nvidia.com/gpu
 
     @property
     def gang(self) -> int:
@@ -121,6 +161,7 @@ _COLUMNS = {
     "topology",
     "failureProbability",
     "backoffLimit",
+    *CLAIM_FIELDS,
 }
 
 
@@ -165,6 +206,7 @@ def _jobs(path: str, rows: list[dict[str, Any]] | None) -> list[JobRecord]:
                     topology=str(row.get("topology") or ""),
                     failure_probability=_probability(row.get("failureProbability")),
                     backoff_limit=_backoff_limit(row.get("backoffLimit")),
+                    claim=_claim(row),
                 )
             )
         except (KeyError, TypeError, ValueError) as exc:
@@ -172,6 +214,13 @@ def _jobs(path: str, rows: list[dict[str, Any]] | None) -> list[JobRecord]:
     if problems:
         raise InputError(problems)
     return jobs
+
+
+def _claim(row: dict[str, Any]) -> GpuClaim | None:
+    claim = parse_claim(row)
+    if claim is not None and not int(row.get("gpus") or 0):
+        raise ValueError("a DRA claim (dra, deviceClass, gpuProduct, ...) needs gpus > 0")
+    return claim
 
 
 def _backoff_limit(raw: Any) -> int:
@@ -195,10 +244,12 @@ def generate_jobs(
     gpus_per_node: int = 8,
     mean_gap: float = 60.0,
     failure_probability: float = 0.0,
+    dra: bool = False,
 ) -> list[JobRecord]:
     """A seeded synthetic trace. ``philly`` follows the shape of the public Philly/Helios mixes: most jobs use one
     GPU, a long tail are gangs of 8 to 512 GPUs, durations heavy-tailed (minutes to hours). Every job gets
-    ``failure_probability`` (the chance that an attempt fails) and the default backoffLimit 6."""
+    ``failure_probability`` (the chance that an attempt fails) and the default backoffLimit 6. With ``dra`` the
+    GPUs are claimed through ResourceClaimTemplates, and pods of 2 to 4 GPUs want them on one NUMA node."""
     if not 0.0 <= failure_probability <= 1.0:
         raise InputError([f"pod failure probability {failure_probability} is not between 0 and 1"])
     if preset != "philly":
@@ -225,6 +276,12 @@ def generate_jobs(
                 priority=rnd.choice([0, 0, 0, 100]),
                 topology=topo,
                 failure_probability=failure_probability,
+                claim=_generated_claim(per_pod) if dra else None,
             )
         )
     return jobs
+
+
+def _generated_claim(per_pod: int) -> GpuClaim:
+    # Small multi-GPU pods care about the PCIe/NUMA path between their GPUs; whole-node pods get a node's all.
+    return GpuClaim(match_attribute=NUMA_NODE if 2 <= per_pod <= 4 else "")

@@ -1,0 +1,91 @@
+"""A trace job's GPUs requested through DRA: the trace fields (``dra``, ``deviceClass``, ``gpuProduct``,
+``gpuSelector``, ``matchAttribute``, ``sameNumaNode``), and the ResourceClaimTemplate each of the job's pods
+claims its GPUs from. Formats are documented in docs/simulate.md."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from phalanx.api import dra
+from phalanx.api.models import ObjectMeta, ResourceClaimRef
+from phalanx.sim.devices import NUMA_NODE
+
+__all__ = ["CLAIM_FIELDS", "CLAIM_NAME", "GpuClaim", "claim_template", "parse_claim", "pod_claims"]
+
+CLAIM_NAME = "gpus"  # the pod's spec.resourceClaims entry, and the template's request
+CLAIM_FIELDS = frozenset({"dra", "deviceClass", "gpuProduct", "gpuSelector", "matchAttribute", "sameNumaNode"})
+_PRODUCT_DRIVER = "gpu.nvidia.com"  # the driver whose productName attribute gpuProduct compares
+
+
+@dataclass(frozen=True)
+class GpuClaim:
+    """Each pod's GPUs come from one claim: ``count`` devices of ``device_class``, optionally only of
+    ``product``, matching the CEL ``selector``, all with the same value of ``match_attribute``."""
+
+    device_class: str = "gpu.nvidia.com"
+    product: str = ""
+    selector: str = ""
+    match_attribute: str = ""
+
+
+def parse_claim(row: Mapping[str, Any]) -> GpuClaim | None:
+    """The claim a trace row asks for, or None (its GPUs are the ``nvidia.com/gpu`` extended resource). Any
+    of the DRA fields implies ``dra``; ``dra: false`` with one of them is a contradiction."""
+    given = {k: row[k] for k in CLAIM_FIELDS - {"dra"} if row.get(k) not in (None, "", False, "false")}
+    flag = _bool(row.get("dra"), "dra")
+    if not given and not flag:
+        return None
+    if flag is False and row.get("dra") not in (None, ""):
+        raise ValueError(f"dra is false but {sorted(given)} ask for a claim")
+    match = str(given.get("matchAttribute") or "")
+    if _bool(given.get("sameNumaNode"), "sameNumaNode"):
+        if match and match != NUMA_NODE:
+            raise ValueError(f"sameNumaNode and matchAttribute {match} disagree")
+        match = NUMA_NODE
+    if match and "/" not in match:
+        raise ValueError(f"matchAttribute {match!r} must be a fully qualified name (domain/name)")
+    product = str(given.get("gpuProduct") or "")
+    if "'" in product or "\\" in product:
+        raise ValueError(f"gpuProduct {product!r} must not contain quotes or backslashes")
+    device_class = str(given.get("deviceClass") or GpuClaim.device_class)
+    return GpuClaim(device_class, product, str(given.get("gpuSelector") or ""), match)
+
+
+def _bool(raw: Any, name: str) -> bool:
+    if raw in (None, "", False, "false", "False"):
+        return False
+    if raw in (True, "true", "True"):
+        return True
+    raise ValueError(f"{name} must be true or false, not {raw!r}")
+
+
+def claim_template(name: str, namespace: str, count: int, claim: GpuClaim) -> dra.ResourceClaimTemplate:
+    """The template ``name`` a job's pods generate their claims from: one request for ``count`` devices."""
+    selectors = []
+    if claim.product:
+        product = f"device.attributes['{_PRODUCT_DRIVER}'].productName == '{claim.product}'"
+        selectors.append(dra.DeviceSelector(cel=dra.CELDeviceSelector(expression=product)))
+    if claim.selector:
+        selectors.append(dra.DeviceSelector(cel=dra.CELDeviceSelector(expression=claim.selector)))
+    request = dra.DeviceRequest(
+        name=CLAIM_NAME,
+        exactly=dra.ExactDeviceRequest(device_class_name=claim.device_class, count=count, selectors=selectors),
+    )
+    constraints = (
+        [dra.DeviceConstraint(requests=[CLAIM_NAME], match_attribute=claim.match_attribute)]
+        if claim.match_attribute
+        else []
+    )
+    return dra.ResourceClaimTemplate(
+        metadata=ObjectMeta(name=name, namespace=namespace),
+        spec=dra.ResourceClaimTemplateSpec(
+            spec=dra.ResourceClaimSpec(devices=dra.DeviceClaim(requests=[request], constraints=constraints))
+        ),
+    )
+
+
+def pod_claims(template: str) -> tuple[list[dict[str, Any]], list[ResourceClaimRef]]:
+    """The pod's ``spec.resourceClaims`` entry naming ``template``, and its container's ``resources.claims``."""
+    return [{"name": CLAIM_NAME, "resourceClaimTemplateName": template}], [ResourceClaimRef(name=CLAIM_NAME)]
