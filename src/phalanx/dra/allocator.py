@@ -3,6 +3,8 @@
 ``Allocator.allocate`` validates the claims against the classes and gates (§3.4), prepares each request's
 candidates and the interchangeable-device classes, runs the bounded first-fit search of :mod:`phalanx.dra.search`
 and assembles one AllocationResult per claim (:mod:`phalanx.dra.results`). It never changes the AllocatedState.
+Nodes that look alike to the search share its outcome (:mod:`phalanx.dra.outcomes`), and selector verdicts are
+shared by devices that agree on what the selector reads (:mod:`phalanx.dra.projection`).
 """
 
 from __future__ import annotations
