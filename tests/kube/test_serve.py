@@ -341,3 +341,13 @@ def test_writes_from_the_writer_process(apiserver: APIServer, start: Callable[..
     child = inst.server.binder.child
     inst.stop()
     assert not child.is_alive()
+
+
+def test_a_writer_process_that_dies_stops_the_scheduler(apiserver: APIServer, start: Callable[..., Instance]) -> None:
+    st = apiserver.store
+    st.create("nodes", node("n0"))
+    inst = start(writer_process=True)
+    assert st.wait_for(lambda: inst.server.controller.ready())
+    inst.server.binder.child.kill()  # as the OOM killer would
+    inst.thread.join(10)
+    assert not inst.thread.is_alive() and inst.server.writer_failed

@@ -75,13 +75,19 @@ class Server:
             opts.retry_period,
         )
         self.health: Any = None
+        self.writer_failed = False
 
     def _binder(self, opts: ServeOptions, own_api: bool) -> Binder:
         eviction = opts.victim_removal == "eviction"
         if not (opts.writer_process and own_api):  # an injected Api cannot be handed to another process
             return Binder(self.api, self.metrics, opts.identity, workers=opts.bind_workers, eviction=eviction)
         args = (opts.kubeconfig, opts.host, opts.qps, opts.burst, opts.identity, opts.bind_workers, eviction)
-        return ProcessBinder(self.api, self.metrics, WriterOptions(*args))
+        return ProcessBinder(self.api, self.metrics, WriterOptions(*args), on_exit=self._writer_died)
+
+    def _writer_died(self) -> None:
+        """Scheduling on without writes would leave every decision unwritten: stop, so a standby takes over."""
+        self.writer_failed = True
+        self.stop.set()
 
     def run(self) -> None:
         opts = self.opts
@@ -132,3 +138,6 @@ def serve(opts: ServeOptions) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: server.stop.set())
     server.run()
+    if server.writer_failed:
+        logging.getLogger("phalanx.kube").error("stopped: the writer process exited")
+        raise SystemExit(1)

@@ -5,7 +5,8 @@ The child runs an ordinary :class:`Binder` over its own official client. The par
 child answers each call with its result, and sends its binder metrics about every 20 ms. A ``done`` callback runs
 on the receiving thread when the call succeeded (it only queues a delta), and on the local pool when it failed
 (the controller then re-reads the pod over HTTP). Anything else submitted (a re-read) runs on the local pool.
-``shutdown(wait=False)`` (a crash, a lost lease) kills the child at once, so nothing more is written.
+``shutdown(wait=False)`` (a crash, a lost lease) kills the child at once, so nothing more is written. A child that
+dies on its own is an error: ``on_exit`` is called (``phalanx serve`` then stops and gives its Lease up).
 """
 
 from __future__ import annotations
@@ -48,8 +49,12 @@ class WriterOptions:
 class ProcessBinder(Binder):
     """A :class:`Binder` whose writes are made by a child process; the local pool runs re-reads and callbacks."""
 
-    def __init__(self, api: Api, metrics: Metrics, opts: WriterOptions) -> None:
+    def __init__(
+        self, api: Api, metrics: Metrics, opts: WriterOptions, on_exit: Callable[[], None] | None = None
+    ) -> None:
         super().__init__(api, metrics, opts.identity, workers=4, eviction=opts.eviction)
+        self.on_exit = on_exit
+        self.stopping = False
         ctx = mp.get_context("spawn")  # fork is unsafe in a process that already runs threads
         calls_in, self.calls = ctx.Pipe(duplex=False)
         self.answers, answers_out = ctx.Pipe(duplex=False)
@@ -95,6 +100,10 @@ class ProcessBinder(Binder):
             try:
                 call_id, result = self.answers.recv()
             except (EOFError, OSError):
+                if not self.stopping:
+                    log.error("the writer process exited (code %s); stopping", self.child.exitcode)
+                    if self.on_exit is not None:
+                        self.on_exit()
                 return
             if call_id == 0:
                 for (name, labels), value in result:
@@ -111,6 +120,7 @@ class ProcessBinder(Binder):
 
     def shutdown(self, wait: bool = True) -> None:
         """Graceful: the child finishes every write it was sent, then exits. Otherwise it is killed."""
+        self.stopping = True
         if wait:
             self._send((0, "shutdown", ()))
             self.child.join(60)
