@@ -52,6 +52,8 @@ class Binder:
     ):
         self.api, self.metrics, self.identity, self.retries = api, metrics, identity, retries
         self.eviction = eviction
+        self.ready = threading.Event()  # writes can be made (a writer process sets it once it has started)
+        self.ready.set()
         self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="binder")
         self.events = ThreadPoolExecutor(max_workers=2, thread_name_prefix="events")
         self.event_slots = threading.BoundedSemaphore(event_backlog)

@@ -100,7 +100,8 @@ class Server:
             while not self.stop.is_set() and not self.elector.lost.is_set():
                 leading = not opts.leader_elect or self.elector.leading.is_set()
                 self.metrics.set("phalanx_leader", 1.0 if leading else 0.0)
-                self.controller.step(leading)
+                # No scheduling before the writer can write: its decisions would wait in a pipe, not bind.
+                self.controller.step(leading and self.binder.ready.is_set())
         finally:
             self.shutdown(graceful=not self.elector.lost.is_set())
 

@@ -55,6 +55,7 @@ class ProcessBinder(Binder):
         super().__init__(api, metrics, opts.identity, workers=4, eviction=opts.eviction)
         self.on_exit = on_exit
         self.stopping = False
+        self.ready.clear()  # until the child has imported the client and built its binder (about a second)
         ctx = mp.get_context("spawn")  # fork is unsafe in a process that already runs threads
         calls_in, self.calls = ctx.Pipe(duplex=False)
         self.answers, answers_out = ctx.Pipe(duplex=False)
@@ -106,6 +107,7 @@ class ProcessBinder(Binder):
                         self.on_exit()
                 return
             if call_id == 0:
+                self.ready.set()
                 for (name, labels), value in result:
                     self.metrics.set(name, value, **dict(labels))
                 continue
@@ -148,6 +150,8 @@ def _child(opts: WriterOptions, calls: Connection, answers: Connection) -> None:
     def answer(call_id: int, result: Any) -> None:
         with lock:
             answers.send((call_id, result))
+
+    answer(0, [])  # ready
 
     def report() -> None:
         last: dict[Any, float] = {}
