@@ -170,7 +170,9 @@ def serve(
 
 @cli.command()
 @click.option(
-    "--cluster", type=click.Path(dir_okay=False), help="Nodes as Kubernetes YAML, or a compact spec with pools."
+    "--cluster",
+    type=click.Path(),
+    help="Nodes (and DeviceClasses, ResourceSlices) as Kubernetes YAML, a file or directory; or a compact spec.",
 )
 @click.option(
     "--workload", type=click.Path(dir_okay=False), help="A job trace (CSV or YAML); default: a generated mix."

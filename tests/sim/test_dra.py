@@ -267,3 +267,13 @@ def test_cli_runs_the_example() -> None:
     assert set(policies) == set(POLICIES)
     assert policies["gang"]["completed"] == policies["gang"]["jobs"]
     assert policies["pod-by-pod"]["completed"] < policies["gang"]["completed"]
+
+
+def test_cli_takes_a_directory_of_kubernetes_objects(tmp_path: Path) -> None:
+    trace = tmp_path / "jobs.yaml"
+    trace.write_text("- {name: a, submit: 0, duration: 60, pods: 2, gpus: 8, gpuProduct: NVIDIA H100 80GB HBM3}\n")
+    args = ["simulate", "--cluster", str(ROOT / "examples" / "dra-h100"), "--workload", str(trace), "--policy", "gang"]
+    result = CliRunner().invoke(cli, [*args, "--report", str(tmp_path / "r.html"), "-o", "json"])
+    assert result.exit_code == 0, result.output
+    (gang,) = json.loads(result.stdout)["policies"]
+    assert gang["completed"] == 1 and gang["gpuAllocationPercent"] > 0
