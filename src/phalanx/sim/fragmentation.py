@@ -73,7 +73,8 @@ class RunResult:
 
 def unallocated_curve(arrived: IntArray, used: IntArray, capacity: int) -> dict[int, float]:
     """Unallocated GPU % of capacity per arrival column X: 100 - mean allocation over the events whose arrival
-    rounds (half-even) to X; a column with no event uses X-1..X+1, as merge_alloc_discrete.py does (spec §3.3)."""
+    rounds (half-even) to X; a column with no event uses X-1..X+1, as merge_alloc_discrete.py does (spec §3.3), and
+    failing that (a small cluster) the last event before X."""
     arrive = np.round(100.0 * arrived / capacity).astype(np.int64)
     alloc = np.round(100.0 * used / capacity, 2)
     curve: dict[int, float] = {}
@@ -81,6 +82,9 @@ def unallocated_curve(arrived: IntArray, used: IntArray, capacity: int) -> dict[
         window = arrive == x
         if not window.any():
             window = np.abs(arrive - x) <= 1
+        if not window.any() and (arrive < x).any():
+            # small clusters move more than 1 % per pod: take the state after the last pod that arrived before X
+            window = np.arange(len(arrive)) == np.flatnonzero(arrive < x)[-1]
         if window.any():
             curve[x] = round(100.0 - round(float(alloc[window].mean()), 2), 2)
     return curve
