@@ -177,6 +177,27 @@ def test_product_selector_picks_the_pool() -> None:
     assert starts["z"] is None  # no A100 anywhere
 
 
+def test_cel_selector_on_device_memory() -> None:
+    """A selector on the devices' memory capacity: 100Gi or more exists only on the B200 pool."""
+    spec = ClusterSpec.parse(
+        {
+            "pools": [
+                {"name": "h100", "count": 1, "allocatable": ALLOC, "dra": True},
+                {"name": "b200", "count": 1, "allocatable": ALLOC, "devices": {"memory": "180Gi"}},
+            ]
+        },
+        "t",
+    )
+    big = GpuClaim(selector="device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('100Gi')) >= 0")
+    checks = Checks()
+    nodes = nodes_of(spec)
+    r = simulate(
+        nodes, [job("a", 0.0, 50.0, 1, 2, big)], POLICIES["gang"], on_step=checks, devices=devices_of(spec, nodes)
+    )
+    assert r.runs[0].end == 50.0
+    assert {d.split("/")[0] for held in checks.devices.values() for d in held} == {"b200-0000"}
+
+
 def test_node_failure_on_a_dra_cluster_restarts_and_releases() -> None:
     jobs = [job("a", 0.0, 300.0, 2, 8), job("b", 0.0, 300.0, 1, 4)]
     events = [NodeEvent(100.0, "fail", node="gpu-0000", duration=50.0)]
