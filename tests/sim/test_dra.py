@@ -5,6 +5,7 @@ does under `pod-by-pod`; product selectors and sameNumaNode constrain placement;
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections import Counter
 from collections.abc import Sequence
@@ -18,7 +19,7 @@ from phalanx.cli import cli
 from phalanx.scheduling.scheduler import Scheduler
 from phalanx.sim.device_claims import GpuClaim
 from phalanx.sim.devices import NUMA_NODE, ClusterDevices
-from phalanx.sim.faults import NodeEvent
+from phalanx.sim.faults import NodeEvent, NodeFailures
 from phalanx.sim.metrics import summary
 from phalanx.sim.report import render_html
 from phalanx.sim.scenario import KubeCluster, load_cluster, scenario_from
@@ -64,7 +65,11 @@ class Checks:
 
 
 def run(
-    spec: ClusterSpec, jobs: list[JobRecord], policy: str, node_events: Sequence[NodeEvent] = ()
+    spec: ClusterSpec,
+    jobs: list[JobRecord],
+    policy: str,
+    node_events: Sequence[NodeEvent] = (),
+    failures: NodeFailures | None = None,
 ) -> tuple[SimulationResult, Scheduler]:
     checks = Checks()
     last: list[Scheduler] = []
@@ -75,7 +80,7 @@ def run(
 
     nodes = nodes_of(spec)
     devices = devices_of(spec, nodes)
-    r = simulate(nodes, jobs, POLICIES[policy], node_events=node_events, on_step=step, devices=devices)
+    r = simulate(nodes, jobs, POLICIES[policy], None, node_events, failures, 5, on_step=step, devices=devices)
     assert checks.instants == len(r.samples)
     return r, last[0]
 
@@ -132,6 +137,18 @@ def test_dra_gang_deadlocks_pod_by_pod_but_not_under_gang() -> None:
     gang, sched = run(dra_cluster(), jobs, "gang")
     assert summary(gang)["completed"] == 2
     assert_all_released(gang, sched)
+
+
+def test_dra_preemption_frees_the_victims_devices() -> None:
+    """A high-priority DRA gang preempts a low-priority one holding every device; the victim starts over later
+    under new claims, and nothing is left allocated."""
+    low = JobRecord("low", 0.0, 1000.0, 2, cpu="8", memory="8Gi", gpus=8, priority=0, claim=CLAIM)
+    high = JobRecord("high", 100.0, 50.0, 2, cpu="8", memory="8Gi", gpus=8, priority=100, claim=CLAIM)
+    r, sched = run(dra_cluster(2), [low, high], "gang-tas-preemption")
+    a, b = r.runs
+    assert b.start == 100.0 and b.end == 150.0
+    assert a.restarts == 1 and a.start == 150.0 and a.end == 1150.0 and a.lost_gpu_seconds == 100.0 * 16
+    assert_all_released(r, sched)
 
 
 def test_same_numa_node_waits_for_a_whole_numa_node() -> None:
@@ -203,6 +220,26 @@ def test_node_failure_on_a_dra_cluster_restarts_and_releases() -> None:
     events = [NodeEvent(100.0, "fail", node="gpu-0000", duration=50.0)]
     r, sched = run(dra_cluster(), jobs, "gang", node_events=events)
     assert sum(x.restarts for x in r.runs) >= 1 and summary(r)["completed"] == 2
+    assert_all_released(r, sched)
+
+
+def test_pending_pods_claims_are_deleted_with_them() -> None:
+    """pod-by-pod: a runs on gpu-0001, b's first pod on gpu-0000, its second waits. gpu-0000 fails, b starts over:
+    the waiting pod is deleted before it ever held its claim, and its claim must go with it."""
+    jobs = [job("a", 0.0, 100.0, 1, 8), job("b", 1.0, 50.0, 2, 8)]
+    events = [NodeEvent(10.0, "fail", node="gpu-0000", duration=5.0)]
+    r, sched = run(dra_cluster(2), jobs, "pod-by-pod", node_events=events)
+    assert r.runs[1].restarts == 1 and r.runs[1].start == 100.0
+    assert_all_released(r, sched)
+
+
+@pytest.mark.parametrize("policy", ["pod-by-pod", "gang-tas-preemption"])
+def test_random_node_and_pod_failures_leave_no_claim(policy: str) -> None:
+    """Failed nodes come and go (devices reindexed each time), attempts fail and restart: at every instant no
+    device is held twice, and once every job has completed or failed no claim is left."""
+    jobs = [dataclasses.replace(j, failure_probability=0.3) for j in small_jobs(30, seed=11)]
+    r, sched = run(dra_cluster(), jobs, policy, failures=NodeFailures(2.0, 0.5))
+    assert summary(r)["nodeFailures"] > 0 and summary(r)["restarts"] > 0
     assert_all_released(r, sched)
 
 
