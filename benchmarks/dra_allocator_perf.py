@@ -86,7 +86,13 @@ def partitionable_backtracking() -> Shape:
     ]
     claim = _claim("claim", [_request("gpus", 7)])
     return Shape(
-        "resourceslice-partitionable-backtracking", [_node("node-0")], slices, [claim], [], {}, expect_solution=True
+        "partitionable-backtracking (template count 7)",
+        [_node("node-0")],
+        slices,
+        [claim],
+        [],
+        {},
+        expect_solution=True,
     )
 
 
@@ -221,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
     shapes: list[Callable[[], Shape]] = [
         partitionable_backtracking,
         lambda: infeasible_count(8, 7),
-        lambda: infeasible_count(64, 63),
+        lambda: infeasible_count(32, 31),  # 32 is the most one claim may ask for
         match_attribute_no_group,
         list_attributes_stress,
         lambda: big_cluster(args.nodes),

@@ -29,11 +29,12 @@ from phalanx.dra.allocator import AllocationError
 from phalanx.scheduling.framework import MAX_NODE_SCORE, BoolArray, CycleState, IntArray, StateKey
 from phalanx.scheduling.resource_claims import ClaimBinding
 
-__all__ = ["NAME", "REASON_CANNOT_ALLOCATE", "REASON_NOT_AVAILABLE", "DynamicResources"]
+__all__ = ["NAME", "REASON_CANNOT_ALLOCATE", "REASON_INVALID_POOLS", "REASON_NOT_AVAILABLE", "DynamicResources"]
 
 NAME = "DynamicResources"
 REASON_CANNOT_ALLOCATE = "cannot allocate all claims"
 REASON_NOT_AVAILABLE = "resourceclaim not available on the node"
+REASON_INVALID_POOLS = "invalid resource pools were encountered"
 _MAX_CACHED = 256
 _PRIORITY_BASE = 8  # the prioritized-list score gives 8 - index for the chosen firstAvailable alternative
 
@@ -58,6 +59,7 @@ class _Entry:
     epoch: int
     generation: int
     error: str = ""
+    invalid: set[int] = field(default_factory=set)  # rows with no solution where invalid pools were seen
 
 
 _VIEW: StateKey[_View] = StateKey("PreFilter" + NAME)
@@ -189,6 +191,10 @@ class DynamicResources:
                 return
             entry.results[row] = found
             entry.ok[row] = found is not None
+            if found is None and allocator.invalid_pools:
+                entry.invalid.add(row)
+            else:
+                entry.invalid.discard(row)
 
     def resolvable_rows(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rejected: BoolArray) -> BoolArray:
         """Of the ``rejected`` nodes, those where the pod's claims could be allocated once the claims reserved only
@@ -234,13 +240,70 @@ class DynamicResources:
         selected = self._selected(view, nodes)
         out: Counter[str] = Counter()
         error = ""
+        invalid: set[int] = set()
         if view.todo:
-            error = self._allocatable(view.todo, pod, nodes).error
+            entry = self._allocatable(view.todo, pod, nodes)
+            error, invalid = entry.error, entry.invalid
         for row in rejected:
             if not selected[row]:
                 out[REASON_NOT_AVAILABLE] += 1
+            elif int(row) in invalid:
+                out[REASON_INVALID_POOLS] += 1  # ErrFailedAllocationOnNode
             else:
                 out[error or REASON_CANNOT_ALLOCATE] += 1
+        return out
+
+    # --- slots (topology placement and preemption count a gang's members per node) -------------------------------
+
+    def countable(self, pod: PodInfo, nodes: NodeTable) -> bool:
+        """Whether pods like ``pod`` can be counted node by node (``device_slots``): every claim is the pod's own
+        (generated from a template, not yet allocated, not a PodGroup claim) and every device is node-local with
+        its pool's counters on that node, so an allocation on one node never changes another node's answer."""
+        if self.binding is None or not pod.pod.spec.resource_claims:
+            return False
+        view = self._view(CycleState(), pod)
+        if view.waiting or view.in_use or view.selectors or getattr(view, "extended", None) or not view.todo:
+            return False
+        tracker = self.binding.tracker
+        resolved = self.binding.claims(pod).claims
+        if len({pc.key for pc in resolved}) != len(resolved) or len(view.todo) != len(resolved):
+            return False
+        if any(pc.group is not None or tracker.records[pc.key].generated_from is None for pc in resolved):
+            return False
+        pool_rows: dict[int, int] = {}
+        for info in tracker.inventory.devices:
+            if info.row < 0 or pool_rows.setdefault(info.pool_id, info.row) != info.row:
+                return False
+        return True
+
+    def device_slots(self, pod: PodInfo, nodes: NodeTable, caps: IntArray) -> IntArray | None:
+        """How many more pods like ``pod`` the devices of each node take, counted up to ``caps[row]`` (the other
+        filters' slots): the allocator run on the node again and again, each result applied, as the PodGroup
+        cycle would do member after member. None when not ``countable`` or on a fatal allocation error."""
+        if not self.countable(pod, nodes):
+            return None
+        assert self.binding is not None
+        tracker = self.binding.tracker
+        todo = self._view(CycleState(), pod).todo
+        entry = self._allocatable(todo, pod, nodes)
+        if entry.error:
+            return None
+        out = np.zeros(len(nodes), dtype=np.int64)
+        for row in np.flatnonzero(entry.ok & (caps > 0)):
+            added: list[dra.AllocationResult] = []
+            try:
+                found = entry.results.get(int(row))
+                while found is not None:
+                    for allocation in found:
+                        tracker.allocated.add(allocation)
+                        added.append(allocation)
+                    out[row] += 1
+                    found = tracker.allocator.allocate(int(row), todo) if out[row] < caps[row] else None
+            except AllocationError:
+                return None
+            finally:
+                for allocation in added:
+                    tracker.allocated.remove(allocation)
         return out
 
     # --- Score (prioritized list) ---------------------------------------------------------------------------------
