@@ -10,7 +10,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -20,11 +20,14 @@ __all__ = [
     "GPU_MILLI",
     "POLICIES",
     "GpuPod",
+    "GpuSums",
     "GpuView",
     "TargetDistribution",
     "choose_gpus",
     "feasible",
     "fragmentation",
+    "gpu_sums",
+    "stranding",
     "typical_pods",
 ]
 
@@ -161,26 +164,55 @@ def choose_gpus(view: GpuView, pod: GpuPod, row: int) -> list[int]:
     return [int(s) for s in slots]
 
 
+class GpuSums(NamedTuple):
+    """What the fragmentation measures need of a node's GPUs, per distinct share size t of the target (levels):
+    idle milli, completely free GPUs, and per level the free milli on GPUs >= t, how many fit t and the copies of t
+    they hold. Sums are additive, so a placement's effect is the sums of the changed GPUs, not a new pass."""
+
+    idle: FloatArray  # (...,)
+    fulls: FloatArray  # (...,)
+    usable: FloatArray  # (..., T)
+    fitting: FloatArray  # (..., T) GPUs with free >= t
+    copies: FloatArray  # (..., T)
+
+    def plus(self, other: GpuSums, times: float = 1.0) -> GpuSums:
+        return GpuSums(*(a + times * b for a, b in zip(self, other, strict=True)))
+
+
+def gpu_sums(gpu_free: IntArray, target: TargetDistribution) -> GpuSums:
+    """GpuSums of `gpu_free` (..., G); slots of -1 (no such GPU) count nowhere."""
+    levels, _ = target.levels
+    free = np.clip(gpu_free, 0, None).astype(np.float64)
+    big = (gpu_free[..., None] >= levels) & (levels > 0)
+    # float floor-division is several times faster than integer; the epsilon guards exact multiples (940/470)
+    copies = np.floor(free[..., None] * (1.0 / np.maximum(levels, 1)) + 1e-9) * (levels > 0)
+    return GpuSums(
+        free.sum(axis=-1),
+        (gpu_free >= GPU_MILLI).sum(axis=-1).astype(np.float64),
+        (free[..., None] * big).sum(axis=-2),
+        big.sum(axis=-2).astype(np.float64),
+        copies.sum(axis=-2),
+    )
+
+
 def fragmentation(cpu_free: IntArray, gpu_free: IntArray, model: IntArray, target: TargetDistribution) -> FloatArray:
     """FGD's expected node fragmentation F_n (milli-GPU): idle GPU milli the target shapes cannot use (spec §4.6).
 
     Shapes: `cpu_free` (...,), `gpu_free` (..., G), `model` (...,); the result has shape (...,).
     """
-    idle = np.clip(gpu_free, 0, None).sum(axis=-1)
-    usable, count = _usable(gpu_free, target)
-    hostable = _hostable(count, cpu_free, model, target)
-    return idle - (hostable * usable) @ target.prob  # type: ignore[no-any-return]
+    return fragmentation_of(gpu_sums(gpu_free, target), cpu_free, model, target)
 
 
-def _usable(gpu_free: IntArray, target: TargetDistribution) -> tuple[IntArray, IntArray]:
-    """Per target shape: free milli on GPUs big enough for it, and how many such GPUs ((..., M) each)."""
-    levels, index = target.levels
-    big = (gpu_free[..., None] >= levels) & (levels > 0)
-    return (gpu_free[..., None] * big).sum(axis=-2)[..., index], big.sum(axis=-2)[..., index]
-
-
-def _hostable(count: IntArray, cpu_free: IntArray, model: IntArray, target: TargetDistribution) -> BoolArray:
-    return (count >= target.num_gpu) & (cpu_free[..., None] >= target.cpu) & target.allowed.T[model]
+def fragmentation_of(sums: GpuSums, cpu_free: IntArray, model: IntArray, target: TargetDistribution) -> FloatArray:
+    _, index = target.levels
+    hostable = (
+        (sums.fitting[..., index] >= target.num_gpu)
+        & (cpu_free[..., None] >= target.cpu)
+        & target.allowed.T[model]
+        & (target.gpu_milli > 0)
+    )
+    used: FloatArray = (hostable * sums.usable[..., index]) @ target.prob
+    return sums.idle - used
 
 
 class Score(Protocol):
@@ -305,31 +337,30 @@ def stranding(cpu_free: IntArray, gpu_free: IntArray, model: IntArray, target: T
     For shape m: copies that fit by GPU (sharing: sum of floor(free/g_m) over GPUs; whole: floor(free GPUs/k_m))
     minus copies that fit by CPU (floor(cpu_free/c_m)), when positive, times one copy's GPU milli; weighted by p_m.
     """
+    return stranding_of(gpu_sums(gpu_free, target), cpu_free, model, target)
+
+
+def stranding_of(sums: GpuSums, cpu_free: IntArray, model: IntArray, target: TargetDistribution) -> FloatArray:
     g, k = target.gpu_milli, np.maximum(target.num_gpu, 1)
-    free = np.clip(gpu_free, 0, None)
-    levels, index = target.levels
-    # float floor-division is several times faster than integer; the epsilon guards exact multiples (940/470)
-    copies = np.floor(free[..., None] * (1.0 / np.maximum(levels, 1)) + 1e-9).sum(axis=-2)
-    sharing_copies = copies[..., index]
-    whole_copies = (free >= GPU_MILLI).sum(axis=-1)[..., None] // k
-    by_gpu = np.where(g >= GPU_MILLI, whole_copies, np.where(g > 0, sharing_copies, 0))
+    _, index = target.levels
+    whole_copies = np.floor(sums.fulls[..., None] / k + 1e-9)
+    by_gpu = np.where(g >= GPU_MILLI, whole_copies, sums.copies[..., index])
     by_cpu = np.floor(cpu_free[..., None] * (1.0 / np.maximum(target.cpu, 1)) + 1e-9)
     excess = np.clip(by_gpu - by_cpu, 0, None) * target.allowed.T[model]
-    return (excess * g * k) @ target.prob  # type: ignore[no-any-return]
+    stranded: FloatArray = (excess * g * k) @ target.prob
+    return stranded
 
 
-def take_gpus(gpu_free: IntArray, pod: GpuPod) -> IntArray:
-    """Every node's GPUs after `choose_gpus` placed the pod there (rows that cannot host it are not meaningful)."""
-    if pod.num_gpu == 0:
-        return gpu_free
+def placement_sums(gpu_free: IntArray, pod: GpuPod, target: TargetDistribution) -> GpuSums:
+    """How each node's GpuSums change when `choose_gpus` places the pod there (only the taken GPUs change)."""
     if pod.sharing:
         # tightest fit, lowest index on ties (argmin returns the first minimum)
         slot = np.argmin(np.where(gpu_free >= pod.gpu_milli, gpu_free, np.iinfo(np.int64).max), axis=1)
-        after = gpu_free.copy()
-        after[np.arange(len(after)), slot] -= pod.gpu_milli
-        return after
-    whole = gpu_free >= GPU_MILLI
-    return gpu_free - GPU_MILLI * (whole & (np.cumsum(whole, axis=1) <= pod.num_gpu))
+        old = gpu_free[np.arange(len(gpu_free)), slot][:, None]
+        return gpu_sums(old - pod.gpu_milli, target).plus(gpu_sums(old, target), -1.0)
+    # a whole-GPU pod empties completely free GPUs: per GPU taken, the sums of 0 minus those of 1000
+    whole = np.array([[GPU_MILLI]], dtype=np.int64)
+    return gpu_sums(whole * 0, target).plus(gpu_sums(whole, target), -1.0)
 
 
 STRANDING_RESOLUTION = 80.0  # milli-GPU: smaller differences in stranding are ties, left to the node order
@@ -346,10 +377,12 @@ def phalanx_score(
     CPU-only pods: primary = least stranding growth, then the FGD gradient. Remaining ties: the node order.
     """
     cpu, model, free = view.cpu_free[rows], view.model[rows], view.gpu_free[rows]
-    cpu_after, free_after = cpu - pod.cpu, take_gpus(free, pod)
-    delta = fragmentation(cpu, free, model, target) - fragmentation(cpu_after, free_after, model, target)
+    before = gpu_sums(free, target)
+    after = before if pod.num_gpu == 0 else before.plus(placement_sums(free, pod, target), pod.num_gpu)
+    cpu_after = cpu - pod.cpu
+    delta = fragmentation_of(before, cpu, model, target) - fragmentation_of(after, cpu_after, model, target)
     gradient = np.floor(100.0 / (1.0 + np.exp(-delta / 1000.0)))
-    growth = stranding(cpu_after, free_after, model, target) - stranding(cpu, free, model, target)
+    growth = stranding_of(after, cpu_after, model, target) - stranding_of(before, cpu, model, target)
     less_stranding = np.floor(-growth / STRANDING_RESOLUTION)
     if pod.num_gpu == 0:
         return less_stranding * PRIMARY + gradient
