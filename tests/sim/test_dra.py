@@ -278,6 +278,8 @@ def test_bad_trace_fields_are_input_errors(tmp_path: Path, row: str, message: st
 def test_bad_pool_devices_are_input_errors() -> None:
     with pytest.raises(InputError, match=r"pools\[0\].devices: unknown field\(s\) \['colour'\]"):
         ClusterSpec.parse({"pools": [{"name": "g", "count": 1, "allocatable": ALLOC, "devices": {"colour": 1}}]}, "c")
+    with pytest.raises(InputError, match=r"pools\[0\].devices: no GPUs to publish"):
+        ClusterSpec.parse({"pools": [{"name": "g", "count": 1, "allocatable": {"cpu": "8"}, "dra": True}]}, "c")
     with pytest.raises(InputError, match=r"pools\[0\].devices.memory"):
         ClusterSpec.parse({"pools": [{"name": "g", "count": 1, "allocatable": ALLOC, "devices": {"memory": "x"}}]}, "c")
 

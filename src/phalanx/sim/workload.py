@@ -74,18 +74,23 @@ class ClusterSpec:
         pools = []
         for i, p in enumerate(raw["pools"]):
             try:
-                pools.append(
-                    Pool(
-                        str(p["name"]),
-                        int(p["count"]),
-                        dict(p["allocatable"]),
-                        int(p.get("nodesPerRack", 0)),
-                        int(p.get("racksPerBlock", 0)),
-                        parse_pool_devices(p, f"pools[{i}]"),
-                    )
+                pool = Pool(
+                    str(p["name"]),
+                    int(p["count"]),
+                    dict(p["allocatable"]),
+                    int(p.get("nodesPerRack", 0)),
+                    int(p.get("racksPerBlock", 0)),
                 )
+                pool.gpus_per_node()  # a GPU count that is not a whole number is an allocatable error
             except (KeyError, TypeError, ValueError) as exc:
                 raise InputError([f"{where}: pools[{i}]: needs name, count, allocatable ({exc})"]) from exc
+            try:
+                pool.devices = parse_pool_devices(p, f"pools[{i}]")
+                if pool.devices is not None and not pool.gpus_per_node():
+                    raise ValueError(f"pools[{i}].devices: no GPUs to publish (set count or allocatable {GPU})")
+            except (TypeError, ValueError) as exc:
+                raise InputError([f"{where}: {exc}"]) from exc
+            pools.append(pool)
         return cls(pools, parse_node_events(raw.get("nodeEvents"), where), parse_failures(raw.get("failures"), where))
 
 
