@@ -22,6 +22,9 @@ from phalanx.scheduling.gpu_share import (
     fgd_gpus,
     fgd_score,
     fragmentation,
+    gpu_sums,
+    placement_sums,
+    stranding,
     typical_pods,
 )
 from phalanx.sim.fragmentation import _view, run, target_of, unallocated_curve
@@ -59,6 +62,35 @@ def test_fgd_fragmentation_and_score_hand_computed() -> None:
     assert fgd_score(v, pod, np.array([0]), target).tolist() == [56.0]
     assert fgd_gpus(v, pod, 0, target) == [0]
     assert choose_gpus(v, pod, 0) == [1]  # best fit takes the tighter GPU instead
+
+
+def test_stranding_hand_computed_and_phalanx_sends_cpu_only_pods_where_it_strands_least() -> None:
+    target = typical_pods([(10000, 500, 1, None)], 1)
+    # node 0: GPUs take 4 copies of the 500-milli shape, its CPU only 2: 2 x 500 stranded; node 1: CPU to spare
+    v = view([20000, 100000], [[1000, 1000], [1000, -1]])
+    assert stranding(v.cpu_free, v.gpu_free, v.model, target).tolist() == [1000.0, 0.0]
+    cpu_pod = GpuPod(cpu=10000, mem=1, num_gpu=0, gpu_milli=0)
+    rows = np.array([0, 1])
+    assert POLICIES["fgd"](v, cpu_pod, rows, target).tolist() == [50.0, 50.0]  # FGD sees no difference
+    phalanx = POLICIES["phalanx"](v, cpu_pod, rows, target)
+    assert phalanx[1] > phalanx[0]  # on node 0 it would strand 500 more milli: floor(-500/80) = -7 steps
+
+
+def test_placement_sums_equal_a_full_recount() -> None:
+    rng = np.random.default_rng(0)
+    target = typical_pods([(1, 230, 1, None), (1, 470, 1, None), (1, 1000, 1, None), (1, 1000, 4, None)], 1)
+    free = rng.choice([0, 100, 230, 470, 530, 770, 1000], size=(50, 8)).astype(np.int64)
+    free[:, 6:] = np.where(rng.random((50, 2)) < 0.5, -1, free[:, 6:])  # some nodes have 6 GPUs
+    for pod in (GpuPod(1, 1, 1, 230), GpuPod(1, 1, 1, 470), GpuPod(1, 1, 2, 1000)):
+        v = view([1] * 50, free.tolist())
+        ok = np.flatnonzero(feasible(v, pod))
+        after = free[ok].copy()
+        for j, row in enumerate(ok):
+            after[j, choose_gpus(v, pod, int(row))] -= pod.gpu_milli
+        expected = gpu_sums(after, target)
+        got = gpu_sums(free[ok], target).plus(placement_sums(free[ok], pod, target), pod.num_gpu)
+        for e, g in zip(expected, got, strict=True):
+            assert np.allclose(e, g)
 
 
 def test_typical_pods_keeps_the_most_frequent_shapes_larger_first_on_ties() -> None:

@@ -27,6 +27,7 @@ __all__ = [
     "feasible",
     "fragmentation",
     "gpu_sums",
+    "placement_sums",
     "stranding",
     "typical_pods",
 ]
