@@ -104,6 +104,8 @@ def build_result(sched: Scheduler, timings: Timings) -> dict[str, Any]:
         }
         if out is not None and out.nominated_node:
             entry["nominatedNode"] = out.nominated_node
+        if pi.pod.status.resource_claim_statuses:
+            entry["resourceClaimStatuses"] = [msgspec.to_builtins(st) for st in pi.pod.status.resource_claim_statuses]
         pods.append(entry)
     groups = []
     for key in sorted(sched.groups):
