@@ -351,3 +351,17 @@ def test_a_writer_process_that_dies_stops_the_scheduler(apiserver: APIServer, st
     inst.server.binder.child.kill()  # as the OOM killer would
     inst.thread.join(10)
     assert not inst.thread.is_alive() and inst.server.writer_failed
+
+
+def test_a_crash_kills_the_writer_process_so_nothing_more_is_written(
+    apiserver: APIServer, start: Callable[..., Instance]
+) -> None:
+    st = apiserver.store
+    st.create("nodes", node("n0"))
+    inst = start(writer_process=True)
+    assert st.wait_for(lambda: inst.server.controller.ready() and inst.server.binder.ready.is_set())
+    child = inst.server.binder.child
+    inst.crash()  # a lost lease: no draining
+    assert not child.is_alive()
+    st.create("pods", pod("p0"))
+    assert not st.wait_for(lambda: bool(st.bindings), timeout=0.5)
