@@ -88,7 +88,7 @@ def test_eviction_spends_the_budget_then_is_refused_with_kube_apiserver_words(ap
     uid = _evictable(st)["metadata"]["uid"]
     with pytest.raises(ApiError) as refused:
         api.evict_pod("default", "p0", uid)
-    assert refused.value.code == 429
+    assert refused.value.code == 429 and refused.value.refused_by_budget and not refused.value.retryable
     assert refused.value.message == "Cannot evict pod as it would violate the pod's disruption budget."
     assert st.get("pods", "default/p0") is not None
     api.close()

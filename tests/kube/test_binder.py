@@ -90,3 +90,65 @@ def test_events_never_wait_and_a_full_backlog_drops() -> None:
     dropped = b.metrics.get("phalanx_api_writes_total", kind="event", result="dropped")
     written = len([c for c in api.calls if c[0] == "create_event"])
     assert dropped >= 1 and written + dropped == 6
+
+
+class FakeVictimApi(FakeApi):
+    def __init__(self, errors: list[ApiError | None]) -> None:
+        super().__init__()
+        self.errors = list(errors)
+
+    def patch_pod_status(self, *args: Any) -> None:
+        self.calls.append(("patch_pod_status", args))
+
+    def evict_pod(self, *args: Any) -> None:
+        self.calls.append(("evict_pod", args))
+        err = self.errors.pop(0) if self.errors else None
+        if err is not None:
+            raise err
+
+    def delete_pod(self, *args: Any) -> None:
+        self.calls.append(("delete_pod", args))
+
+
+_BUDGET = ApiError(429, "Cannot evict pod as it would violate the pod's disruption budget.", ("DisruptionBudget",))
+_THROTTLED = ApiError(429, "Too many requests, please try again later.")  # API priority and fairness
+
+
+@pytest.mark.parametrize(
+    ("errors", "evictions", "result", "condition"),
+    [
+        ([], 1, "evicted", "True"),
+        ([_THROTTLED, _THROTTLED], 3, "evicted", "True"),  # throttled: retried
+        ([_BUDGET], 1, "refused", "False"),  # a budget: an answer, and the victim is not left marked disrupted
+        ([ApiError(404, "gone")], 1, "evicted", "True"),
+    ],
+    ids=["evicted", "throttled", "budget", "gone"],
+)
+def test_victims_are_evicted_and_a_budget_refusal_is_an_answer(
+    errors: list[ApiError | None], evictions: int, result: str, condition: str
+) -> None:
+    api = FakeVictimApi(errors)
+    b = _binder(api)  # type: ignore[arg-type]
+    err = b.preempt("ns", "v", "uid", "n0", "pod ns/p", "preempted")
+    b.shutdown()
+    assert (err is not None and err.refused_by_budget) == (result == "refused")
+    assert len([c for c in api.calls if c[0] == "evict_pod"]) == evictions
+    assert b.metrics.get("phalanx_preemption_victims_total", result=result) == 1
+    last = [c for c in api.calls if c[0] == "patch_pod_status"][-1][1][2]["status"]["conditions"][0]
+    assert (last["type"], last["status"]) == ("DisruptionTarget", condition)
+
+
+def test_deletion_mode_deletes() -> None:
+    api = FakeVictimApi([])
+    b = Binder(api, Metrics(), "me", workers=1, eviction=False)  # type: ignore[arg-type]
+    assert b.preempt("ns", "v", "uid", "n0", "pod ns/p", "preempted") is None
+    b.shutdown()
+    assert [c[0] for c in api.calls if c[0] != "create_event"] == ["patch_pod_status", "delete_pod"]
+    assert b.metrics.get("phalanx_preemption_victims_total", result="deleted") == 1
+
+
+def test_api_errors_cross_the_process_boundary() -> None:
+    import pickle
+
+    back = pickle.loads(pickle.dumps(_BUDGET))
+    assert (back.code, back.message, back.causes) == (429, _BUDGET.message, ("DisruptionBudget",))

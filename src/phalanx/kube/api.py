@@ -61,19 +61,25 @@ POD_GROUP_LABEL = "scheduling.phalanx.dev/pod-group"
 
 
 class ApiError(Exception):
-    """An API call failed. ``code`` is the HTTP status (0 for a connection error)."""
+    """An API call failed. ``code`` is the HTTP status (0 for a connection error); ``causes`` the ``reason`` of
+    each cause in the Status details (``DisruptionBudget`` when an eviction would violate a budget)."""
 
-    def __init__(self, code: int, message: str) -> None:
+    def __init__(self, code: int, message: str, causes: tuple[str, ...] = ()) -> None:
         super().__init__(f"{code}: {message}")
-        self.code, self.message = code, message
+        self.code, self.message, self.causes = code, message, causes
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return ApiError, (self.code, self.message)  # the writer process sends errors back to the controller
+        return ApiError, (self.code, self.message, self.causes)  # the writer process sends errors back
 
     @property
     def retryable(self) -> bool:
         """429, 5xx and connection errors are worth retrying; 4xx are answers."""
-        return self.code in (0, 429) or self.code >= 500
+        return (self.code in (0, 429) or self.code >= 500) and not self.refused_by_budget
+
+    @property
+    def refused_by_budget(self) -> bool:
+        """An eviction a PodDisruptionBudget forbids: an answer, unlike the 429 of API priority and fairness."""
+        return self.code == 429 and "DisruptionBudget" in self.causes
 
 
 class WatchEvent(msgspec.Struct):
@@ -125,17 +131,21 @@ def make_api_client(kubeconfig: str | None = None, host: str | None = None, pool
 
 def _raise(exc: Exception) -> ApiError:
     if isinstance(exc, ApiException):
-        return ApiError(int(exc.status or 0), _status_message(exc.body) or str(exc.reason or ""))
+        message, causes = _status(exc.body)
+        return ApiError(int(exc.status or 0), message or str(exc.reason or ""), causes)
     return ApiError(0, f"{type(exc).__name__}: {exc}")
 
 
-def _status_message(body: Any) -> str:
-    """The ``message`` of a Status body (kube-apiserver's own words, e.g. why an eviction was refused)."""
+def _status(body: Any) -> tuple[str, tuple[str, ...]]:
+    """The ``message`` and the causes' reasons of a Status body (kube-apiserver's own words)."""
     try:
         status = _json.decode(body) if isinstance(body, bytes | str) else None
     except msgspec.DecodeError:
-        return str(body)
-    return str(status.get("message") or "") if isinstance(status, dict) else ""
+        return str(body), ()
+    if not isinstance(status, dict):
+        return "", ()
+    causes = ((status.get("details") or {}).get("causes")) or []
+    return str(status.get("message") or ""), tuple(str(c.get("reason") or "") for c in causes if isinstance(c, dict))
 
 
 class Api:

@@ -8,8 +8,8 @@
   precondition (409 means the cache was stale; the caller retries once the watch caught up).
 - ``preempt``: a victim's ``DisruptionTarget`` condition, then a policy/v1 Eviction (``pods/eviction``, the default)
   or a deletion (``eviction=False``, what kube-scheduler does), both with the victim's uid as precondition. A 429
-  from the Eviction API means a PodDisruptionBudget forbids it: an answer, not retried here (the controller
-  requeues the preemptor later); the victim's condition is set back to False.
+  whose cause is ``DisruptionBudget`` means a PodDisruptionBudget forbids the eviction: an answer, not retried here
+  (the controller requeues the preemptor later); the victim's condition is set back to False.
 Events are best effort, as kube-scheduler's broadcaster is: they go through their own small pool and a bounded
 backlog, so they never hold a binding up; an event that fails, or finds the backlog full, is counted and dropped.
 """
@@ -73,14 +73,14 @@ class Binder:
         self.pool.shutdown(wait=wait, cancel_futures=not wait)
         self.events.shutdown(wait=wait, cancel_futures=not wait)
 
-    def _retrying(self, fn: Callable[..., Any], *args: Any, answers: tuple[int, ...] = ()) -> None:
-        """``fn(*args)``, retried with backoff on retryable errors except the status codes in ``answers``."""
+    def _retrying(self, fn: Callable[..., Any], *args: Any) -> None:
+        """``fn(*args)``, retried with exponential backoff while the error is retryable."""
         for attempt in range(self.retries + 1):
             try:
                 fn(*args)
                 return
             except ApiError as exc:
-                if not exc.retryable or exc.code in answers or attempt == self.retries:
+                if not exc.retryable or attempt == self.retries:
                     raise
                 time.sleep(min(self.backoff * 2**attempt, 2.0))
 
@@ -118,12 +118,13 @@ class Binder:
         remove, result = (self.api.evict_pod, "evicted") if self.eviction else (self.api.delete_pod, "deleted")
         try:
             self._retrying(self.api.patch_pod_status, namespace, name, {"status": {"conditions": [cond]}})
-            self._retrying(remove, namespace, name, uid, answers=(429,))
+            self._retrying(remove, namespace, name, uid)
         except ApiError as exc:
             if exc.code != 404:
-                self.metrics.inc("phalanx_preemption_victims_total", result="refused" if exc.code == 429 else "error")
+                refused = exc.refused_by_budget
+                self.metrics.inc("phalanx_preemption_victims_total", result="refused" if refused else "error")
                 log.warning("preempting %s/%s failed: %s", namespace, name, exc)
-                if exc.code == 429:
+                if refused:
                     self._not_disrupted(namespace, name, cond, exc)
                 return exc
         self.metrics.inc("phalanx_preemption_victims_total", result=result)

@@ -153,7 +153,7 @@ class Controller:
             self.retry_groups.add(item.key)
             return
         if isinstance(item, _VictimStays):
-            self._victim_stays(item.key, item.code)
+            self._victim_stays(item.key, item.refused)
             return
         if isinstance(item, _Refresh):
             self.inflight.discard(item.key)
@@ -366,7 +366,7 @@ class Controller:
     def _victim_done(self, key: str, err: ApiError | None) -> None:
         """Binder thread: a victim that could not be evicted or deleted goes back to the controller thread."""
         if err is not None:
-            self.deltas.put(_VictimStays(key, err.code))
+            self.deltas.put(_VictimStays(key, err.refused_by_budget))
 
     def _victim_gone(self, key: str) -> None:
         node = self.victims.pop(key)
@@ -377,7 +377,7 @@ class Controller:
             if pod is not None:
                 self._submit_bind(waiting, pod, node)
 
-    def _victim_stays(self, key: str, code: int = 0) -> None:
+    def _victim_stays(self, key: str, refused: bool = False) -> None:
         """A victim could not be evicted: it keeps its node, and the preemptors waiting there are re-read (the
         engine requeues them) rather than bound onto a node that is still full. When a PodDisruptionBudget refused
         the eviction (429), they are re-read only after ``refused_backoff``, so the engine, which by then has the
@@ -386,7 +386,7 @@ class Controller:
         waiting = self.deferred.pop(node, []) if node is not None else []
         for k in [key, *waiting]:
             ns, name = k.split("/", 1)
-            if code == 429 and k != key:
+            if refused and k != key:
                 timer = threading.Timer(self.refused_backoff, self.binder.submit, (self._reread, k, ns, name))
                 timer.daemon = True
                 timer.start()
@@ -437,7 +437,7 @@ class _RetryGroup:
 @dataclass(frozen=True, slots=True)
 class _VictimStays:
     key: str
-    code: int = 0  # the HTTP status that stopped the eviction
+    refused: bool = False  # by a PodDisruptionBudget (429): retry the preemptors later
 
 
 def _rv(obj: dict[str, Any]) -> int:
