@@ -87,6 +87,17 @@ class TargetDistribution:
         return levels, index.reshape(-1)
 
     @cached_property
+    def per_free(self) -> FloatArray:
+        """For one GPU with v free milli (row v, 0..1000) and each level t: usable milli (v if v >= t), whether
+        it fits t, and the copies of t it holds (v // t); GpuSums add these rows up, one lookup per GPU."""
+        levels, _ = self.levels
+        v = np.arange(GPU_MILLI + 1)[:, None]
+        fits = (v >= levels) & (levels > 0)
+        copies = np.where(levels > 0, v // np.maximum(levels, 1), 0)
+        table: FloatArray = np.concatenate([v * fits, fits, copies], axis=1).astype(np.float64)
+        return table
+
+    @cached_property
     def reserved(self) -> BoolArray:
         """Per model: does some model-constrained GPU shape accept it (those GPUs are not interchangeable)."""
         constrained = ~self.allowed.all(axis=1) & (self.gpu_milli > 0)
@@ -183,16 +194,21 @@ class GpuSums(NamedTuple):
 def gpu_sums(gpu_free: IntArray, target: TargetDistribution) -> GpuSums:
     """GpuSums of `gpu_free` (..., G); slots of -1 (no such GPU) count nowhere."""
     levels, _ = target.levels
-    free = np.clip(gpu_free, 0, None).astype(np.float64)
-    big = (gpu_free[..., None] >= levels) & (levels > 0)
-    # float floor-division is several times faster than integer; the epsilon guards exact multiples (940/470)
-    copies = np.floor(free[..., None] * (1.0 / np.maximum(levels, 1)) + 1e-9) * (levels > 0)
+    free = np.clip(gpu_free, 0, GPU_MILLI)
+    table = target.per_free
+    if free.ndim == 2:  # the common case: one gather per GPU slot beats one big (nodes, G, 3T) gather
+        per_level = table[free[:, 0]].copy()
+        for slot in range(1, free.shape[1]):
+            per_level += table[free[:, slot]]
+    else:
+        per_level = table[free].sum(axis=-2)
+    t = len(levels)
     return GpuSums(
-        free.sum(axis=-1),
+        free.sum(axis=-1).astype(np.float64),
         (gpu_free >= GPU_MILLI).sum(axis=-1).astype(np.float64),
-        (free[..., None] * big).sum(axis=-2),
-        big.sum(axis=-2).astype(np.float64),
-        copies.sum(axis=-2),
+        per_level[..., :t],
+        per_level[..., t : 2 * t],
+        per_level[..., 2 * t :],
     )
 
 
