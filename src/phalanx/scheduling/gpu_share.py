@@ -98,6 +98,13 @@ class TargetDistribution:
         return table
 
     @cached_property
+    def stranding_weight(self) -> FloatArray:
+        """Per model and shape: p_m * k_m * g_m where the model accepts the shape, else 0 (see `stranding`)."""
+        weight = self.prob * np.maximum(self.num_gpu, 1) * self.gpu_milli
+        table: FloatArray = self.allowed.T * weight
+        return table
+
+    @cached_property
     def reserved(self) -> BoolArray:
         """Per model: does some model-constrained GPU shape accept it (those GPUs are not interchangeable)."""
         constrained = ~self.allowed.all(axis=1) & (self.gpu_milli > 0)
@@ -358,13 +365,12 @@ def stranding(cpu_free: IntArray, gpu_free: IntArray, model: IntArray, target: T
 
 
 def stranding_of(sums: GpuSums, cpu_free: IntArray, model: IntArray, target: TargetDistribution) -> FloatArray:
-    g, k = target.gpu_milli, np.maximum(target.num_gpu, 1)
     _, index = target.levels
-    whole_copies = np.floor(sums.fulls[..., None] / k + 1e-9)
-    by_gpu = np.where(g >= GPU_MILLI, whole_copies, sums.copies[..., index])
+    whole = target.gpu_milli >= GPU_MILLI
+    by_gpu = sums.copies[..., index]
+    by_gpu[..., whole] = np.floor(sums.fulls[..., None] * (1.0 / np.maximum(target.num_gpu[whole], 1)) + 1e-9)
     by_cpu = np.floor(cpu_free[..., None] * (1.0 / np.maximum(target.cpu, 1)) + 1e-9)
-    excess = np.clip(by_gpu - by_cpu, 0, None) * target.allowed.T[model]
-    stranded: FloatArray = (excess * g * k) @ target.prob
+    stranded: FloatArray = (np.maximum(by_gpu - by_cpu, 0.0) * target.stranding_weight[model]).sum(axis=-1)
     return stranded
 
 
