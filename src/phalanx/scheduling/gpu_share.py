@@ -366,9 +366,8 @@ def stranding(cpu_free: IntArray, gpu_free: IntArray, model: IntArray, target: T
 
 def stranding_of(sums: GpuSums, cpu_free: IntArray, model: IntArray, target: TargetDistribution) -> FloatArray:
     _, index = target.levels
-    whole = target.gpu_milli >= GPU_MILLI
-    by_gpu = sums.copies[..., index]
-    by_gpu[..., whole] = np.floor(sums.fulls[..., None] * (1.0 / np.maximum(target.num_gpu[whole], 1)) + 1e-9)
+    whole_copies = np.floor(sums.fulls[..., None] * (1.0 / np.maximum(target.num_gpu, 1)) + 1e-9)
+    by_gpu = np.where(target.gpu_milli >= GPU_MILLI, whole_copies, sums.copies[..., index])
     by_cpu = np.floor(cpu_free[..., None] * (1.0 / np.maximum(target.cpu, 1)) + 1e-9)
     stranded: FloatArray = (np.maximum(by_gpu - by_cpu, 0.0) * target.stranding_weight[model]).sum(axis=-1)
     return stranded
