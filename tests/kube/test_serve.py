@@ -213,12 +213,8 @@ def test_preemptor_is_bound_only_after_its_victim_is_gone(
     inst = start(victim_removal=removal)
     assert st.wait_for(lambda: st.bindings.get("default/high") == ["n0"])
     assert st.requests.get("DELETE", 0) == (1 if removal == "deletion" else 0)  # else POST pods/low/eviction
-    assert (
-        inst.server.metrics.get(
-            "phalanx_preemption_victims_total", result="evicted" if removal == "eviction" else "deleted"
-        )
-        == 1
-    )
+    removed = "evicted" if removal == "eviction" else "deleted"
+    assert st.wait_for(lambda: inst.server.metrics.get("phalanx_preemption_victims_total", result=removed) == 1)
     deleted = [(rv, o) for rv, res, etype, o in st.history if res == "pods" and etype == "DELETED"]
     assert [o["metadata"]["name"] for _, o in deleted] == ["low"]
     victim = deleted[0][1]
@@ -230,12 +226,17 @@ def test_preemptor_is_bound_only_after_its_victim_is_gone(
         if res == "pods" and o["metadata"]["name"] == "high" and o["spec"].get("nodeName")
     )
     assert deleted[0][0] < bound_at  # the victim was gone before the preemptor was bound
-    nominated = [
-        o
-        for _, res, _, o in st.history
-        if res == "pods" and o["metadata"]["name"] == "high" and o.get("status", {}).get("nominatedNodeName")
-    ]
-    assert nominated and nominated[0]["status"]["nominatedNodeName"] == "n0"
+
+    def nominated() -> list[dict]:
+        return [
+            o
+            for _, res, _, o in st.history
+            if res == "pods" and o["metadata"]["name"] == "high" and o.get("status", {}).get("nominatedNodeName")
+        ]
+
+    # the nomination is written on the binder's pool, concurrently with the victim's removal
+    assert st.wait_for(lambda: bool(nominated()))
+    assert nominated()[0]["status"]["nominatedNodeName"] == "n0"
     assert st.wait_for(lambda: _events(apiserver, "Preempted"))
 
 
