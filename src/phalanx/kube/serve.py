@@ -92,7 +92,7 @@ class Server:
     def run(self) -> None:
         opts = self.opts
         if opts.health_port is not None:
-            self.health = serve_health(opts.health_address, opts.health_port, self.metrics, self.controller.ready)
+            self.health = serve_health(opts.health_address, opts.health_port, self.metrics, self.ready)
         self.controller.start()
         if opts.leader_elect:
             threading.Thread(target=self.elector.run, args=(self.stop,), daemon=True, name="leader").start()
@@ -104,6 +104,10 @@ class Server:
                 self.controller.step(leading and self.binder.ready.is_set())
         finally:
             self.shutdown(graceful=not self.elector.lost.is_set())
+
+    def ready(self) -> bool:
+        """/readyz: every collection listed, and the writer process able to write."""
+        return self.controller.ready() and self.binder.ready.is_set()
 
     def shutdown(self, graceful: bool = True) -> None:
         """Stop watching; finish (graceful) or abandon in-flight writes; give the lease up if graceful."""
