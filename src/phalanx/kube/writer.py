@@ -115,10 +115,13 @@ class ProcessBinder(Binder):
                 done = self.pending.pop(call_id, None)
             if done is None:
                 continue
-            if result is None:
-                done(result)
-            else:
+            if result is not None:
                 super().submit(done, result)
+                continue
+            try:
+                done(result)
+            except Exception:  # a callback's bug must not stop every later answer
+                log.exception("writer answer %d", call_id)
 
     def shutdown(self, wait: bool = True) -> None:
         """Graceful: the child finishes every write it was sent, then exits. Otherwise it is killed."""
