@@ -13,7 +13,7 @@ import yaml
 
 from phalanx.api.errors import InputError
 from phalanx.api.models import NodeAffinity as NodeAffinitySpec
-from phalanx.scheduling.plugins import inter_pod_affinity, pod_topology_spread
+from phalanx.scheduling.plugins import gpu_share, inter_pod_affinity, pod_topology_spread
 from phalanx.scheduling.plugins.node_affinity import NodeAffinityArgs
 from phalanx.scheduling.plugins.node_resources_balanced_allocation import BalancedAllocationArgs
 from phalanx.scheduling.plugins.node_resources_fit import STRATEGIES, NodeResourcesFitArgs
@@ -249,6 +249,8 @@ def _plugin_args(pc: ProfileConfig, entry: Any, where: str, errors: list[str]) -
             pc.args[name] = pod_topology_spread.parse_args(args)
         elif name == inter_pod_affinity.NAME:
             pc.args[name] = inter_pod_affinity.parse_args(args)
+        elif name == gpu_share.NAME:
+            pc.args[name] = gpu_share.parse_args(args)
         elif name == "NodeAffinity":
             added = args.get("addedAffinity")
             pc.args[name] = NodeAffinityArgs(msgspec.convert(added, NodeAffinitySpec) if added else None)

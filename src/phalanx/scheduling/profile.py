@@ -71,6 +71,10 @@ class Profile:
     fit_resources: Sequence[ResourceSpec] = (ResourceSpec("cpu"), ResourceSpec("memory"))
     preemption: bool = True  # DefaultPreemption's PostFilter (scheduling/preemption.py)
     incremental: bool = True  # False recomputes everything for every pod (the reference the caches are tested against)
+    # Ties between equally scored nodes go to the first node in name order for every pod (the FGD experiment's
+    # simulator: node names carry a random per-seed prefix, so this is a static random priority) instead of a
+    # seeded order drawn per pod.
+    static_ties: bool = False
     _static: dict[tuple[str, bytes], Any] = field(default_factory=dict)
     _dynamic: OrderedDict[tuple[str, bytes], _Incremental] = field(default_factory=OrderedDict)
     _generation: int = -1
@@ -204,6 +208,8 @@ class Profile:
         best = rows[total == total.max()]
         if len(best) == 1:
             return int(best[0])
+        if self.static_ties:
+            return int(best.min())  # rows are in node name order
         salt = _hash(self.seed, pod.key)
         return int(best[np.argmin(self._node_hash[best] ^ salt)])
 

@@ -21,6 +21,7 @@ from phalanx.scheduling.config import SchedulerConfig, default_profile
 from phalanx.scheduling.cycle import schedule_pod, schedule_pod_group
 from phalanx.scheduling.framework import Code, Status
 from phalanx.scheduling.plugins.dynamic_resources import DynamicResources
+from phalanx.scheduling.plugins.gpu_share import GpuShare
 from phalanx.scheduling.plugins.pod_selectors import NAMESPACE_NAME_LABEL
 from phalanx.scheduling.preemption import VictimIndex
 from phalanx.scheduling.profile import Attempt, Profile
@@ -82,7 +83,7 @@ class Scheduler:
     def _attach_claims(self) -> None:
         for profile in self.profiles.values():
             for plugin in (*profile.filters, *(p for p, _ in profile.scores)):
-                if isinstance(plugin, DynamicResources):
+                if isinstance(plugin, DynamicResources | GpuShare):
                     plugin.attach(self.claims)
 
     # --- loading -------------------------------------------------------------------------------------------------

@@ -76,7 +76,8 @@ class NodeResourcesFit:
         if not nodes.dra_resources:
             return np.zeros(allocatable.shape, dtype=bool)
         served = np.array([nodes.resources.names[c] in nodes.dra_resources for c in cols.tolist()], dtype=bool)
-        return served & (allocatable == 0)
+        out: BoolArray = served & (allocatable == 0)
+        return out
 
     def reasons(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rejected: IntArray) -> Counter[str]:
         out: Counter[str] = Counter()

@@ -8,6 +8,7 @@ from typing import Any
 
 from phalanx.scheduling.plugins import (
     dynamic_resources,
+    gpu_share,
     inter_pod_affinity,
     node_affinity,
     node_name,
@@ -51,6 +52,7 @@ REGISTRY: dict[str, PluginEntry] = {
     pod_topology_spread.NAME: PluginEntry(pod_topology_spread.PodTopologySpread, True, True),
     inter_pod_affinity.NAME: PluginEntry(inter_pod_affinity.InterPodAffinity, True, True),
     dynamic_resources.NAME: PluginEntry(lambda a: dynamic_resources.DynamicResources(), True, True),
+    gpu_share.NAME: PluginEntry(gpu_share.GpuShare, False, True),
 }
 
 # Queue-sort, PreEnqueue and Permit plugins the engine implements in the queue and the PodGroup cycle.
@@ -91,5 +93,7 @@ DEFAULT_PLUGINS: list[tuple[str, int]] = [
     (node_resources_balanced_allocation.NAME, 1),
     # DynamicResourceAllocation (GA) appends DynamicResources to the multi-point plugins.
     (dynamic_resources.NAME, 1),
+    # phalanx: fragmentation-aware scoring for shared GPUs (DRA consumable capacity); skips clusters without them.
+    (gpu_share.NAME, 1),
     ("GangScheduling", 0),
 ]
