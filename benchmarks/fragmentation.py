@@ -19,6 +19,7 @@ import numpy as np
 
 from phalanx.scheduling.gpu_share import POLICIES, GpuPod, GpuView
 from phalanx.sim.fragmentation import PUBLISHED, experiment, target_of
+from phalanx.sim.fragmentation_engine import run_engine
 from phalanx.sim.openb import load_nodes, load_pods
 
 TRACES = ["default", "multigpu50", "gpushare100", "gpuspec25", "cpu250"]
@@ -50,6 +51,9 @@ def main() -> int:
     parser.add_argument("--traces", default=",".join(TRACES))
     parser.add_argument("--policies", default="phalanx,fgd,bestfit,random")
     parser.add_argument("--json", default=None, help="Also write every result as JSON to this file.")
+    parser.add_argument(
+        "--runner", choices=["array", "engine"], default="array", help="engine: through the scheduler with DRA devices"
+    )
     args = parser.parse_args()
     data = Path(os.environ.get("OPENB_DATA", "/work/shared/data/openb"))
     if not (data / "openb_node_list_gpu_node.csv").exists():
@@ -64,7 +68,9 @@ def main() -> int:
     for trace in args.traces.split(","):
         start = time.perf_counter()
         pods = load_pods(data / f"openb_pod_list_{trace}.csv")
-        result = experiment(nodes, pods, trace, policies, args.seeds)
+        result = experiment(
+            nodes, pods, trace, policies, args.seeds, None, run_engine if args.runner == "engine" else None
+        )
         results[trace] = result.to_json()
         cells = []
         for p in policies:

@@ -197,6 +197,13 @@ def serve(
 @click.option("--nodes", "nodes_csv", type=click.Path(dir_okay=False), help="Experiment: the openb node CSV.")
 @click.option("--pods", "pods_csv", type=click.Path(dir_okay=False), help="Experiment: the openb pod CSV.")
 @click.option("--seeds", default=1, show_default=True, help="Experiment: how many seeds (42, 43, ...) to run.")
+@click.option(
+    "--runner",
+    type=click.Choice(["engine", "array"]),
+    default="engine",
+    show_default=True,
+    help="Experiment: through the scheduler with GPUs as DRA devices (engine), or the array runner (faster).",
+)
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @_exits
 def simulate(
@@ -216,13 +223,14 @@ def simulate(
     nodes_csv: str | None,
     pods_csv: str | None,
     seeds: int,
+    runner: str,
     output: str,
 ) -> None:
     """Replay a workload on a cluster over simulated time under several policies, and compare them."""
     from rich.progress import Progress
 
     if experiment == "fragmentation":
-        _fragmentation_experiment(nodes_csv, pods_csv, policies, seeds, output)
+        _fragmentation_experiment(nodes_csv, pods_csv, policies, seeds, runner, output)
         return
 
     from phalanx.render import render_simulation
@@ -254,7 +262,7 @@ def simulate(
 
 
 def _fragmentation_experiment(
-    nodes_csv: str | None, pods_csv: str | None, policies: tuple[str, ...], seeds: int, output: str
+    nodes_csv: str | None, pods_csv: str | None, policies: tuple[str, ...], seeds: int, runner: str, output: str
 ) -> None:
     """`simulate --experiment fragmentation`: the openb procedure per policy and seed, then a table or JSON."""
     from rich.progress import Progress
@@ -262,6 +270,7 @@ def _fragmentation_experiment(
     from phalanx.render import render_simulation
     from phalanx.scheduling.gpu_share import POLICIES
     from phalanx.sim.fragmentation import experiment, trace_name
+    from phalanx.sim.fragmentation_engine import run_engine
     from phalanx.sim.openb import load_nodes, load_pods
 
     if not nodes_csv or not pods_csv:
@@ -270,7 +279,15 @@ def _fragmentation_experiment(
     chosen = list(policies) or list(POLICIES)
     with Progress(console=Console(stderr=True), transient=True, disable=not sys.stderr.isatty()) as bar:
         tasks = {name: bar.add_task(name, total=max(seeds, 0)) for name in chosen}
-        result = experiment(nodes, pods, trace_name(pods_csv), chosen, seeds, lambda p, n: bar.advance(tasks[p], n))
+        result = experiment(
+            nodes,
+            pods,
+            trace_name(pods_csv),
+            chosen,
+            seeds,
+            lambda p, n: bar.advance(tasks[p], n),
+            run_engine if runner == "engine" else None,
+        )
     if output == "json":
         click.echo(json.dumps(result.to_json(), indent=2))
     else:

@@ -73,3 +73,21 @@ def test_gpu_share_args_reject_unknown_policies_and_fields() -> None:
         parse_args({"policy": "greedy"})
     with pytest.raises(ValueError, match="unknown field"):
         parse_args({"weight": 3})
+
+
+def test_cli_runs_the_experiment_through_the_engine_by_default() -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from phalanx.cli import cli
+
+    args = ["simulate", "--experiment", "fragmentation", "--nodes", str(DATA / "openb_nodes_sample.csv")]
+    args += ["--pods", str(DATA / "openb_pods_sample.csv"), "--policy", "phalanx", "--policy", "bestfit", "-o", "json"]
+    out = CliRunner().invoke(cli, args, catch_exceptions=False)
+    assert out.exit_code == 0, out.output
+    doc = json.loads(out.stdout)
+    assert doc["runner"] == "engine"
+    assert set(doc["unallocatedGpuPercentAt100"]) == {"phalanx", "bestfit"}
+    array = CliRunner().invoke(cli, [*args, "--runner", "array"], catch_exceptions=False)
+    assert json.loads(array.stdout)["runner"] == "array"

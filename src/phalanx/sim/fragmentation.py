@@ -189,6 +189,7 @@ class ExperimentResult:
     trace: str
     seeds: list[int]
     runs: dict[str, list[RunResult]] = field(default_factory=dict)
+    runner: str = "array"
 
     def per_seed(self, policy: str) -> list[float]:
         return [r.at100 for r in self.runs[policy]]
@@ -206,6 +207,7 @@ class ExperimentResult:
             "kind": "FragmentationExperiment",
             "trace": self.trace,
             "seeds": self.seeds,
+            "runner": self.runner,
             "unallocatedGpuPercentAt100": self.mean_at100(),
             "perSeed": {p: self.per_seed(p) for p in self.runs},
             "curve": {p: {str(x): v for x, v in self.mean_curve(p).items()} for p in self.runs},
@@ -238,18 +240,21 @@ def experiment(
     policies: Sequence[str],
     seeds: int,
     progress: Callable[[str, int], None] | None = None,
+    runner: Callable[[OpenbNodes, OpenbPods, str, int], RunResult] | None = None,
 ) -> ExperimentResult:
-    """Run every policy on seeds 42, 43, ... (`seeds` of them), as the artifact does."""
+    """Run every policy on seeds 42, 43, ... (`seeds` of them), as the artifact does. ``runner`` places one
+    seed's pods (default: this module's array runner; `fragmentation_engine.run_engine` goes through the engine)."""
     unknown = [p for p in policies if p not in POLICIES]
     if unknown:
         raise InputError([f'unknown policy "{p}" (known: {", ".join(POLICIES)})' for p in unknown])
     if seeds < 1:
         raise InputError([f"--seeds must be at least 1, got {seeds}"])
     result = ExperimentResult(trace, list(range(FIRST_SEED, FIRST_SEED + seeds)))
+    result.runner = "array" if runner is None else "engine"
     for policy in policies:
         result.runs[policy] = []
         for seed in result.seeds:
-            result.runs[policy].append(run(nodes, pods, policy, seed))
+            result.runs[policy].append((runner or run)(nodes, pods, policy, seed))
             if progress:
                 progress(policy, 1)
     return result
