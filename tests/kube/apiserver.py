@@ -11,8 +11,13 @@
   ``status.disruptedPods`` when it is not; pods Pending, Succeeded or Failed are evicted regardless of budgets), ``pods/status`` strategic-merge patches
   (conditions merged by type), PodGroup ``/status`` JSON merge patches with a resourceVersion precondition (409 when
   stale), Leases (create 409 if it exists, update 409 on a stale resourceVersion), events.
-- Faults: ``fail(predicate, code, times)`` answers matching requests with an error; ``cut_watches()`` drops every
-  open watch connection mid-stream.
+- ``resource.k8s.io/v1``: DeviceClasses, ResourceSlices, ResourceClaims and ResourceClaimTemplates listed and
+  watched; ResourceClaims created (409 AlreadyExists), read, and written as kube-apiserver does: a JSON merge patch
+  or PUT of the claim changes metadata only (the spec is immutable, the status is the subresource's), of ``/status``
+  the status only; a ``metadata.resourceVersion`` in the body that is not the current one is a 409 Conflict.
+- Faults: ``fail(predicate, code, times)`` answers matching requests with an error; ``before(predicate, fn, times)``
+  runs ``fn(store)`` before a matching request is handled (another client's write in between); ``cut_watches()``
+  drops every open watch connection mid-stream.
 
 It binds 127.0.0.1 only.
 """
@@ -47,6 +52,10 @@ COLLECTIONS = {
     "/apis/scheduling.k8s.io/v1beta1/workloads": "workloads",
     "/apis/scheduling.k8s.io/v1alpha3/podgroups": "podgroups",
     "/apis/scheduling.k8s.io/v1alpha3/workloads": "workloads",
+    "/apis/resource.k8s.io/v1/deviceclasses": "deviceclasses",
+    "/apis/resource.k8s.io/v1/resourceslices": "resourceslices",
+    "/apis/resource.k8s.io/v1/resourceclaims": "resourceclaims",
+    "/apis/resource.k8s.io/v1/resourceclaimtemplates": "resourceclaimtemplates",
 }
 KINDS = {
     "nodes": ("v1", "Node"),
@@ -58,6 +67,10 @@ KINDS = {
     "workloads": ("scheduling.k8s.io/v1alpha2", "Workload"),
     "leases": ("coordination.k8s.io/v1", "Lease"),
     "events": ("events.k8s.io/v1", "Event"),
+    "deviceclasses": ("resource.k8s.io/v1", "DeviceClass"),
+    "resourceslices": ("resource.k8s.io/v1", "ResourceSlice"),
+    "resourceclaims": ("resource.k8s.io/v1", "ResourceClaim"),
+    "resourceclaimtemplates": ("resource.k8s.io/v1", "ResourceClaimTemplate"),
 }
 _NS_OBJECT = re.compile(
     r"^/(?:api/v1|apis/[^/]+/[^/]+)/namespaces/(?P<ns>[^/]+)/(?P<res>[^/]+)(?:/(?P<name>[^/]+))?(?:/(?P<sub>[^/]+))?$"
@@ -143,6 +156,13 @@ class Fault:
 
 
 @dataclass
+class Hook:
+    predicate: Callable[[str, str], bool]  # (method, path) -> match
+    fn: Callable[[Store], None]
+    times: int
+
+
+@dataclass
 class Store:
     """Objects by resource and key, the watch history, and counters tests assert on."""
 
@@ -154,6 +174,7 @@ class Store:
     bindings: dict[str, list[str]] = field(default_factory=dict)  # pod key -> nodes of successful bindings
     requests: dict[str, int] = field(default_factory=dict)
     faults: list[Fault] = field(default_factory=list)
+    hooks: list[Hook] = field(default_factory=list)
     cut: int = 0
     served_groups: tuple[str, ...] = ("scheduling.k8s.io/v1alpha2",)  # group/versions serving PodGroups, Workloads
     lock: threading.RLock = field(default_factory=threading.RLock)
@@ -226,6 +247,17 @@ class Store:
         with self.cond:
             self.faults.append(Fault(predicate, code, times))
 
+    def before(self, predicate: Callable[[str, str], bool], fn: Callable[[Store], None], times: int = 1) -> None:
+        with self.cond:
+            self.hooks.append(Hook(predicate, fn, times))
+
+    def run_hooks(self, method: str, path: str) -> None:
+        with self.cond:
+            due = [h for h in self.hooks if h.times > 0 and h.predicate(method, path)]
+            for h in due:
+                h.times -= 1
+                h.fn(self)
+
     def take_fault(self, method: str, path: str) -> int | None:
         with self.cond:
             for f in self.faults:
@@ -294,6 +326,7 @@ class Handler(BaseHTTPRequestHandler):
         store = self.server.store
         url = urlsplit(self.path)
         store.requests[method] = store.requests.get(method, 0) + 1
+        store.run_hooks(method, url.path)
         code = store.take_fault(method, url.path)
         if code is not None:
             self._body() if method != "GET" else None
@@ -536,6 +569,43 @@ class Handler(BaseHTTPRequestHandler):
                 return
             patched = merge_patch(pg, {"status": body.get("status", {})})
             self._send(200, store.update("podgroups", patched))
+
+    def _resourceclaims(self, method: str, ns: str, name: str | None, sub: str | None) -> None:
+        store = self.server.store
+        body = self._body() if method != "GET" else None
+        with store.cond:
+            if method == "POST" and name is None:
+                body.setdefault("metadata", {})["namespace"] = ns
+                key = f"{ns}/{body['metadata'].get('name')}"
+                if key in store.objects["resourceclaims"]:
+                    self._error(409, f'resourceclaims.resource.k8s.io "{body["metadata"]["name"]}" already exists')
+                    return
+                body["metadata"].pop("resourceVersion", None)
+                self._send(201, store.create("resourceclaims", {**body, "status": {}}))
+                return
+            claim = store.objects["resourceclaims"].get(f"{ns}/{name}")
+            if claim is None:
+                self._error(404, f'resourceclaims.resource.k8s.io "{name}" not found')
+            elif method == "GET":
+                self._send(200, claim)
+            elif method not in ("PATCH", "PUT") or sub not in (None, "status"):
+                self._error(405, "method not allowed")
+            elif (want := (body.get("metadata") or {}).get("resourceVersion")) and want != claim["metadata"][
+                "resourceVersion"
+            ]:
+                self._error(409, "the object has been modified; please apply your changes to the latest version")
+            else:
+                self._send(200, store.update("resourceclaims", self._claim_write(claim, body, method, sub)))
+
+    @staticmethod
+    def _claim_write(claim: dict[str, Any], body: dict[str, Any], method: str, sub: str | None) -> dict[str, Any]:
+        """What a write may change: the status through ``/status``, else metadata (less the server's fields)."""
+        if sub == "status":
+            status = body.get("status") or {}
+            return {**claim, "status": merge_patch(claim.get("status") or {}, status) if method == "PATCH" else status}
+        md = {k: v for k, v in (body.get("metadata") or {}).items() if k not in ("resourceVersion", "uid", "name")}
+        new_md = merge_patch(claim["metadata"], md) if method == "PATCH" else {**claim["metadata"], **md}
+        return {**claim, "metadata": new_md}
 
     def _events(self, method: str, ns: str, name: str | None, sub: str | None) -> None:
         body = self._body()

@@ -34,6 +34,13 @@ def test_cluster_role_grants_exactly_what_serve_calls() -> None:
         ("scheduling.k8s.io", "podgroups/status", "patch"),
         ("scheduling.k8s.io", "podgroups", "watch"),
         ("events.k8s.io", "events", "create"),
+        ("resource.k8s.io", "resourceslices", "watch"),
+        ("resource.k8s.io", "deviceclasses", "watch"),
+        ("resource.k8s.io", "resourceclaimtemplates", "watch"),
+        ("resource.k8s.io", "resourceclaims", "watch"),
+        ("resource.k8s.io", "resourceclaims", "create"),
+        ("resource.k8s.io", "resourceclaims", "patch"),
+        ("resource.k8s.io", "resourceclaims/status", "patch"),
     }
     assert needed <= granted
     assert ("", "pods/eviction", "create") in granted  # preemption victims (eviction, the default)

@@ -54,6 +54,10 @@ RESOURCES = {
     "podgroups": Resource("scheduling.k8s.io", "v1alpha2", "podgroups"),
     "workloads": Resource("scheduling.k8s.io", "v1alpha2", "workloads"),
     "namespaces": Resource("", "v1", "namespaces"),
+    "deviceclasses": Resource("resource.k8s.io", "v1", "deviceclasses"),
+    "resourceslices": Resource("resource.k8s.io", "v1", "resourceslices"),
+    "resourceclaims": Resource("resource.k8s.io", "v1", "resourceclaims"),
+    "resourceclaimtemplates": Resource("resource.k8s.io", "v1", "resourceclaimtemplates"),
 }
 # For clusters older than v1.36: the same schema as CRDs (deploy/crds/), and pods labelled with their group.
 CRD_GROUP = "scheduling.phalanx.dev"
@@ -159,6 +163,7 @@ class Api:
         self.policy = k8s.PolicyV1Api(api_client)
         self.events = k8s.EventsV1Api(api_client)
         self.coord = k8s.CoordinationV1Api(api_client)
+        self.resource = k8s.ResourceV1Api(api_client)
         self.bucket = TokenBucket(qps, burst)
 
     def close(self) -> None:
@@ -191,6 +196,10 @@ class Api:
             "namespaces": self.core.list_namespace,
             "priorityclasses": self.sched.list_priority_class,
             "poddisruptionbudgets": self.policy.list_pod_disruption_budget_for_all_namespaces,
+            "deviceclasses": self.resource.list_device_class,
+            "resourceslices": self.resource.list_resource_slice,
+            "resourceclaims": self.resource.list_resource_claim_for_all_namespaces,
+            "resourceclaimtemplates": self.resource.list_resource_claim_template_for_all_namespaces,
         }
         fn = fns.get(res.plural)
         args: tuple[Any, ...] = ()
@@ -281,6 +290,25 @@ class Api:
         fn = self.custom.patch_namespaced_custom_object_status
         args = (res.group, res.version, namespace, res.plural, name, patch)
         self._read(fn, *args, _content_type="application/merge-patch+json")
+
+    def get_resource_claim(self, namespace: str, name: str) -> dict[str, Any]:
+        return dict(_json.decode(self._read(self.resource.read_namespaced_resource_claim, name, namespace)))
+
+    def create_resource_claim(self, namespace: str, body: dict[str, Any]) -> dict[str, Any]:
+        return dict(_json.decode(self._read(self.resource.create_namespaced_resource_claim, namespace, body)))
+
+    def patch_resource_claim(
+        self, namespace: str, name: str, patch: dict[str, Any], status: bool = False
+    ) -> dict[str, Any]:
+        """A JSON merge patch of the claim (or of its ``status`` subresource); a ``metadata.resourceVersion`` in
+        the patch is a precondition (409 when stale). Returns the claim as written."""
+        fn = (
+            self.resource.patch_namespaced_resource_claim_status
+            if status
+            else self.resource.patch_namespaced_resource_claim
+        )
+        data = self._read(fn, name, namespace, patch, _content_type="application/merge-patch+json")
+        return dict(_json.decode(data))
 
     def create_event(self, namespace: str, body: dict[str, Any]) -> None:
         self._read(self.events.create_namespaced_event, namespace, body)

@@ -3,6 +3,8 @@
 - ``bind``: ``pods/binding`` with the pod's uid as precondition; 429, 5xx and connection errors are retried with
   exponential backoff; a 409 (already bound, or a different pod now has the name) or 404 is an answer, not a retry.
   Success writes a ``Scheduled`` event (the API server sets ``PodScheduled=True`` itself).
+- ``prebind``: DynamicResources PreBind's ResourceClaim writes (:mod:`phalanx.kube.prebind`), made before the
+  binding of the pods they are for.
 - ``unschedulable``: the pod's ``PodScheduled=False`` condition (strategic merge) and a ``FailedScheduling`` event.
 - ``pod_group_condition``: a JSON merge patch of the PodGroup's ``/status`` with the resourceVersion read as
   precondition (409 means the cache was stale; the caller retries once the watch caught up).
@@ -27,6 +29,7 @@ from typing import Any
 
 from phalanx.kube.api import Api, ApiError
 from phalanx.kube.metrics import Metrics
+from phalanx.kube.prebind import ClaimWrite, PreBindResult, prebind
 from phalanx.kube.versions import condition_type
 
 __all__ = ["Binder", "now_rfc3339"]
@@ -103,6 +106,20 @@ class Binder:
             f"Successfully assigned {namespace}/{name} to {node}",
         )
         return None
+
+    def prebind(self, writes: list[ClaimWrite]) -> PreBindResult:
+        """The claim writes of one pod, or of a gang's members together; the result says which pods failed."""
+        result = prebind(self.api, writes, self._retried)
+        for key in {w.pod for w in writes}:
+            ok = key not in result.errors
+            self.metrics.inc("phalanx_api_writes_total", kind="resource_claim", result="ok" if ok else "error")
+        return result
+
+    def _retried(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """``fn(*args)``'s result, retried as ``_retrying`` does."""
+        out: list[Any] = []
+        self._retrying(lambda *a: out.append(fn(*a)), *args)
+        return out[0]
 
     def preempt(self, namespace: str, name: str, uid: str, node: str, preemptor: str, message: str) -> ApiError | None:
         """A victim: ``DisruptionTarget`` (PreemptionByScheduler), then evict (or delete) it with a uid

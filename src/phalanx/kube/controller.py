@@ -14,6 +14,9 @@ Algorithm (one thread owns the cache and the engine; reflectors and the binder's
    (Bindings are submitted from within the run, as each cycle succeeds.)
 4. A binding that fails for good is answered by re-reading the pod (the engine requeues it if it is still pending)
    and by a ``FailedBinding`` event on its PodGroup.
+5. DRA: ResourceClaims become engine events, DeviceClass and ResourceSlice changes one ``set_devices`` per round.
+   A pod that reserved claims is bound only after its claim writes (PreBind, :mod:`phalanx.kube.prebind`) were
+   answered; a gang's members' writes are made together at the end of the run, before any member is bound.
 
 Restart recovery needs nothing more: a new leader lists bound pods as bound, so nothing is bound twice, and a
 gang's bound members count toward its minCount when the rest are scheduled.
@@ -21,6 +24,7 @@ gang's bound members count toward its minCount when the rest are scheduled.
 
 from __future__ import annotations
 
+import functools
 import logging
 import queue
 import threading
@@ -36,8 +40,10 @@ from phalanx.api.models import PodDisruptionBudget as PDB
 from phalanx.cluster.pods import PodInfo, pod_key
 from phalanx.kube.api import POD_GROUP_LABEL, RESOURCES, Api, ApiError, Resource
 from phalanx.kube.binder import Binder
+from phalanx.kube.claims import DEVICES, ClaimHolds, assumed, claim_writes, decode_claim, devices, resource_objects
 from phalanx.kube.informer import Delta, Reflector, Replace
 from phalanx.kube.metrics import Metrics
+from phalanx.kube.prebind import ClaimWrite, PreBindResult
 from phalanx.kube.versions import CANDIDATES, to_v1alpha2
 from phalanx.scheduling import outcome as o
 from phalanx.scheduling.config import SchedulerConfig, default_profile
@@ -113,6 +119,10 @@ class Controller:
     victims: dict[str, str] = field(default_factory=dict)  # victim pod key -> node, until its deletion is seen
     deferred: dict[str, list[str]] = field(default_factory=dict)  # node -> preemptors waiting for its victims
     refused_backoff: float = 1.0  # seconds before preemptors whose victim's eviction was refused (429) are retried
+    holds: ClaimHolds = field(default_factory=ClaimHolds)
+    prebinds: dict[str, list[ClaimWrite]] = field(default_factory=dict)  # pod key -> claim writes not yet submitted
+    gangs: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # group -> (member, node) to prebind
+    devices_changed: bool = False
 
     def start(self) -> None:
         watched = dict(RESOURCES)
@@ -145,7 +155,7 @@ class Controller:
         except queue.Empty:
             return n
 
-    def _apply(self, item: Delta | Replace | _Refresh | _RetryGroup | _VictimStays) -> None:
+    def _apply(self, item: Delta | Replace | _Refresh | _RetryGroup | _VictimStays | _ClaimsWritten) -> None:
         if isinstance(item, Replace):
             self._replace(item)
             return
@@ -155,14 +165,22 @@ class Controller:
         if isinstance(item, _VictimStays):
             self._victim_stays(item.key, item.refused)
             return
+        if isinstance(item, _ClaimsWritten):
+            self._claims_written(item.pods, item.result)
+            return
         if isinstance(item, _Refresh):
             self.inflight.discard(item.key)
             if _rv(item.obj) >= _rv(self.cache["pods"].get(item.key) or {}):
                 self.cache["pods"][item.key] = item.obj
                 self._engine_event("pods", item.obj, item.key)
+            if self.prebinds.pop(item.key, None) is not None:  # a deferred preemptor requeued: writes never made
+                self._settle(self.holds.release(item.key))
             return
         cache = self.cache[item.resource]
         key = obj_key(item.obj)
+        if item.resource == "resourceclaims" and self.holds.held(key):
+            self.holds.park(key, item.type, item.obj)
+            return
         if item.type == "DELETED":
             self.inflight.discard(key)
             old = cache.pop(key, None)
@@ -200,6 +218,15 @@ class Controller:
             return
         if resource in _REBUILD:
             self.rebuild = True
+        elif resource in DEVICES:
+            self.devices_changed = True  # once per round: the device index is rebuilt from every slice
+        elif resource == "resourceclaims":
+            decoded = decode_claim(obj, self.cache) if obj is not None else None
+            if decoded is None:
+                ns, _, name = key.partition("/")
+                eng.delete_resource_claim(ns, name)
+            else:
+                eng.add_resource_claim(*decoded)
         elif resource == "nodes":
             # The node's pods leave the engine with it; the API server's pod deletions follow (pod GC).
             if obj is None:
@@ -255,12 +282,13 @@ class Controller:
         pods = [p for o in self.cache["pods"].values() if (p := self._pod(o)) is not None]
         nss = [n for o in self.cache.get("namespaces", {}).values() if (n := _decode(o, Namespace)) is not None]
         pdbs = [d for o in self.cache.get("poddisruptionbudgets", {}).values() if (d := _decode(o, PDB)) is not None]
+        dra = resource_objects(self.cache)
         try:
-            eng.load(nodes, pods, pgs, pcs, namespaces=nss, pdbs=pdbs)
+            eng.load(nodes, pods, pgs, pcs, namespaces=nss, pdbs=pdbs, resources=dra)
         except Exception as exc:  # one pod the engine refuses must not stop the others
             log.warning("loading pods one by one: %s", exc)
             eng = Engine(self.config)
-            eng.load(nodes, [], pgs, pcs, namespaces=nss, pdbs=pdbs)
+            eng.load(nodes, [], pgs, pcs, namespaces=nss, pdbs=pdbs, resources=dra)
             for p in pods:
                 try:
                     eng.add_pod(p)
@@ -268,7 +296,7 @@ class Controller:
                     log.warning("pod %s/%s ignored: %s", p.metadata.namespace, p.metadata.name, err)
         eng.on_bind = self._bind
         eng.on_evict = self._evict
-        self.engine, self.rebuild = eng, False
+        self.engine, self.rebuild, self.devices_changed = eng, False, False
         return eng
 
     def step(self, leading: bool, timeout: float = 0.05) -> int:
@@ -277,9 +305,13 @@ class Controller:
         if not leading or not self.ready():
             return 0
         eng = self.engine if self.engine is not None and not self.rebuild else self.build()
+        if self.devices_changed:
+            eng.set_devices(*devices(self.cache))
+            self.devices_changed = False
         start = time.perf_counter()
         eng.run()
         elapsed = time.perf_counter() - start
+        self._prebind_gangs()
         return self._write(eng, elapsed)
 
     # --- 3 and 4. writes ----------------------------------------------------------------------------------------
@@ -313,6 +345,11 @@ class Controller:
         # before the watch confirms the bind must not give the pod's room to another pod.
         self.cache["pods"][key] = {**pod, "spec": {**(pod.get("spec") or {}), "nodeName": node}}
         self.inflight.add(key)
+        if self._assume_claims(eng, key):
+            group = eng.pods[key].group_key
+            if group in eng.groups and node not in self.victims.values():
+                self.gangs.setdefault(group, []).append((key, node))  # written with the other members, then bound
+                return
         if node in self.victims.values():
             # A preemptor: like kube-scheduler, it is nominated and bound only once its victims are gone.
             self.deferred.setdefault(node, []).append(key)
@@ -320,7 +357,65 @@ class Controller:
             return
         self._submit_bind(key, pod, node)
 
-    def _submit_bind(self, key: str, pod: dict[str, Any], node: str) -> None:
+    def _assume_claims(self, eng: Engine, key: str) -> bool:
+        """The claims the pod reserved, as PreBind will write them: held, and assumed in the cache (so an engine
+        rebuilt before the writes are answered keeps their allocations). False when the pod has none."""
+        claims = self.cache.setdefault("resourceclaims", {})
+        writes = claim_writes(eng, key, self.cache, self.holds)
+        if not writes:
+            return False
+        self.holds.hold(key, {f"{w.namespace}/{w.name}": claims.get(f"{w.namespace}/{w.name}") for w in writes})
+        for w in writes:
+            ck = f"{w.namespace}/{w.name}"
+            claims[ck] = assumed(w, claims.get(ck))
+        self.prebinds[key] = writes
+        return True
+
+    def _prebind_gangs(self) -> None:
+        """The claim writes of each gang's members bound in this run, in one call: every member's claims are
+        written before any member is bound."""
+        for members in self.gangs.values():
+            writes = [w for key, _ in members for w in self.prebinds.pop(key, [])]
+            pods = {key: node for key, node in members}
+            self.binder.submit(self.binder.prebind, writes, done=functools.partial(self._prebound, pods))
+        self.gangs.clear()
+
+    def _prebound(self, pods: dict[str, str], result: PreBindResult) -> None:
+        """Binder thread: bind the pods whose claims were written; a failed write fails its pod as a failed binding
+        does. The claims settle on the controller thread after the failed pods' re-reads (queued first), so the
+        engine frees the failed pods' reservations before it sees the claims as the API server has them."""
+        for key, node in pods.items():
+            pod = self.cache["pods"].get(key)
+            if pod is None:
+                continue
+            err = result.errors.get(key)
+            if err is None:
+                self._submit_bind(key, pod, node, prebound=True)
+            else:
+                self._bound(key, pod, err)
+        self.deltas.put(_ClaimsWritten(tuple(pods), result))
+
+    def _claims_written(self, pods: tuple[str, ...], result: PreBindResult) -> None:
+        for key, obj in result.claims.items():
+            self.holds.saw(key, obj)
+        for pod in pods:
+            self._settle(self.holds.release(pod))
+
+    def _settle(self, claims: dict[str, dict[str, Any] | None]) -> None:
+        """Claims no write holds any more: the cache and the engine take the newest version the API server gave."""
+        cache = self.cache.setdefault("resourceclaims", {})
+        for key, obj in claims.items():
+            if obj is None:
+                cache.pop(key, None)
+            else:
+                cache[key] = obj
+            self._engine_event("resourceclaims", obj, key)
+
+    def _submit_bind(self, key: str, pod: dict[str, Any], node: str, prebound: bool = False) -> None:
+        writes = None if prebound else self.prebinds.pop(key, None)
+        if writes is not None:  # PreBind first; the binding is submitted once the claims are written
+            self.binder.submit(self.binder.prebind, writes, done=lambda r: self._prebound({key: node}, r))
+            return
         md = pod["metadata"]
         if self.first_bind is None:
             self.first_bind = time.monotonic()
@@ -427,6 +522,12 @@ class Controller:
 class _Refresh:
     key: str
     obj: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class _ClaimsWritten:
+    pods: tuple[str, ...]
+    result: PreBindResult
 
 
 @dataclass(frozen=True, slots=True)
