@@ -214,3 +214,20 @@ def test_jobs_in_a_snapshot_are_expanded_by_the_job_controller() -> None:
     assert group["name"].startswith("pretrain-") and group["name"].count("-worker-0-") == 1
     assert group["minCount"] == 4 and group["scheduledPods"] == 4
     assert len([p for p in doc["pods"] if p["name"].startswith("preprocess-")]) == 2
+
+
+def test_admin_access_claims_need_a_labelled_namespace(tmp_path: Path) -> None:
+    """DRAAdminAccess admission: adminAccess only in namespaces labelled resource.kubernetes.io/admin-access."""
+    claim = (
+        "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {{name: {name}, namespace: {ns}}}\n"
+        "spec: {{devices: {{requests: [{{name: r, exactly: {{deviceClassName: c, allocationMode: All, adminAccess: true}}}}]}}}}\n"
+    )
+    ns = "apiVersion: v1\nkind: Namespace\nmetadata: {name: ops, labels: {resource.kubernetes.io/admin-access: 'true'}}\n"
+    ok = tmp_path / "ok.yaml"
+    ok.write_text(ns + "---\n" + claim.format(name="monitor", ns="ops"), encoding="utf-8")
+    assert CliRunner().invoke(cli, ["schedule", "-f", str(ok), "-o", "json"]).exit_code == 0
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(ns + "---\n" + claim.format(name="sneaky", ns="default"), encoding="utf-8")
+    out = CliRunner().invoke(cli, ["schedule", "-f", str(bad), "-o", "json"])
+    assert out.exit_code == 2
+    assert "ResourceClaim default/sneaky: spec.devices.requests[0].adminAccess: Forbidden" in out.output

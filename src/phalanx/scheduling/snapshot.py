@@ -11,9 +11,9 @@ from typing import Any, TextIO
 
 import msgspec
 
-from phalanx.api.admission import AdmissionError
+from phalanx.api.admission import AdmissionError, admin_access_problems
 from phalanx.api.errors import InputError
-from phalanx.api.loader import Inventory, load
+from phalanx.api.loader import Inventory, load, problem_at
 from phalanx.api.priority import UnknownPriorityClass
 from phalanx.api.validation import validate
 from phalanx.controllers.run import run_once as run_controllers
@@ -44,6 +44,9 @@ def load_and_validate(paths: Sequence[str], stdin: TextIO | None, timings: Timin
     timings.load = time.perf_counter() - start
     start = time.perf_counter()
     problems = validate(inv)
+    # Admission (DRAAdminAccess): adminAccess requests only in namespaces labelled for it.
+    for claim in (*inv.resource_claims, *inv.resource_claim_templates):
+        problems += [problem_at(inv, claim, err) for err in admin_access_problems(claim, inv.namespaces)]
     timings.validate = time.perf_counter() - start
     if problems:
         raise InputError(problems)
