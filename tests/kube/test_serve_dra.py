@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+
 from kube.apiserver import APIServer, Store
 from kube.conftest import Instance, node, pod, pod_group
 
@@ -57,8 +59,9 @@ def first_rv(st: Store, match: Callable[[str, dict[str, Any]], bool]) -> int:
     return min(rv for rv, res, _, obj in st.history if match(res, obj))
 
 
+@pytest.mark.parametrize("writer_process", [False, True], ids=["threads", "writer-process"])
 def test_template_claim_is_waited_for_then_allocated_and_written_before_the_binding(
-    apiserver: APIServer, start: Callable[..., Instance]
+    apiserver: APIServer, start: Callable[..., Instance], writer_process: bool
 ) -> None:
     st = apiserver.store
     st.create("deviceclasses", GPU_CLASS)
@@ -69,7 +72,7 @@ def test_template_claim_is_waited_for_then_allocated_and_written_before_the_bind
         "resourceclaimtemplates", {"metadata": {"name": "one-gpu", "namespace": "default"}, "spec": {"spec": ONE_GPU}}
     )
     p = template_pod(st, "p")
-    start()
+    start(writer_process=writer_process)
     assert not st.wait_for(lambda: bool(st.bindings), timeout=0.5)  # PreEnqueue: its claim does not exist yet
     st.create("resourceclaims", generated_claim(p))
     assert st.wait_for(lambda: st.bindings.get("default/p") == ["n1"])
@@ -187,3 +190,25 @@ def test_new_node_with_gpus_makes_a_pending_pod_schedulable(
     assert st.wait_for(lambda: st.bindings.get("default/p") == ["n1"])
     assert devices_of(claim(st, "p-gpu")) == ["n1/gpu-0"]
     assert inst.server.controller.engine is engine  # slices reached the engine as events, no rebuild
+
+
+def test_extended_resource_served_by_dra_gets_a_claim_created_by_the_scheduler(
+    apiserver: APIServer, start: Callable[..., Instance]
+) -> None:
+    st = apiserver.store
+    st.create("deviceclasses", {**GPU_CLASS, "spec": {**GPU_CLASS["spec"], "extendedResourceName": "example.com/gpu"}})
+    st.create("nodes", node("n1"))  # does not advertise example.com/gpu: DRA serves it
+    st.create("resourceslices", gpu_slice("n1"))
+    p = pod("p")
+    p["spec"]["containers"][0]["resources"]["requests"]["example.com/gpu"] = "1"
+    p = st.create("pods", p)
+    start()
+    assert st.wait_for(lambda: st.bindings.get("default/p") == ["n1"])
+    c = claim(st, "p-extended-resources")
+    assert c["metadata"]["annotations"] == {"resource.kubernetes.io/extended-resource-claim": "true"}
+    assert c["metadata"]["ownerReferences"][0]["uid"] == p["metadata"]["uid"]
+    assert devices_of(c) == ["n1/gpu-0"]
+    assert [r["name"] for r in c["status"]["reservedFor"]] == ["p"]
+    status = st.get("pods", "default/p")["status"]["extendedResourceClaimStatus"]
+    mapping = {"containerName": "c", "resourceName": "example.com/gpu", "requestName": "container-0-request-0"}
+    assert status == {"resourceClaimName": "p-extended-resources", "requestMappings": [mapping]}
