@@ -212,3 +212,31 @@ def test_extended_resource_served_by_dra_gets_a_claim_created_by_the_scheduler(
     status = st.get("pods", "default/p")["status"]["extendedResourceClaimStatus"]
     mapping = {"containerName": "c", "resourceName": "example.com/gpu", "requestName": "container-0-request-0"}
     assert status == {"resourceClaimName": "p-extended-resources", "requestMappings": [mapping]}
+
+
+def test_claim_allocated_where_the_pod_cannot_run_is_deallocated_and_allocated_again(
+    apiserver: APIServer, start: Callable[..., Instance]
+) -> None:
+    st = apiserver.store
+    st.create("deviceclasses", GPU_CLASS)
+    st.create("nodes", {**node("n2"), "spec": {"unschedulable": True}})  # cordoned, after its claim was allocated
+    st.create("nodes", node("n1"))
+    for n in ("n1", "n2"):
+        st.create("resourceslices", gpu_slice(n))
+    shared = st.create("resourceclaims", {"metadata": {"name": "shared", "namespace": "default"}, "spec": ONE_GPU})
+    result = {"request": "gpu", "driver": DRIVER, "pool": "n2", "device": "gpu-0"}
+    selector = {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n2"]}]}]}
+    st.update(
+        "resourceclaims",
+        {**shared, "status": {"allocation": {"devices": {"results": [result]}, "nodeSelector": selector}}},
+    )
+    p = pod("p")
+    p["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "shared"}]
+    st.create("pods", p)
+    inst = start()
+    assert st.wait_for(lambda: st.bindings.get("default/p") == ["n1"])
+    assert devices_of(claim(st, "shared")) == ["n1/gpu-0"]
+    assert [r["name"] for r in claim(st, "shared")["status"]["reservedFor"]] == ["p"]
+    # PostFilter's deallocation and the new allocation went in one write, made on the version the engine saw
+    assert inst.server.metrics.get("phalanx_api_writes_total", kind="resource_claim", result="ok") == 1
+    assert inst.server.metrics.get("phalanx_api_writes_total", kind="resource_claim", result="error") == 0

@@ -4,7 +4,8 @@
   exponential backoff; a 409 (already bound, or a different pod now has the name) or 404 is an answer, not a retry.
   Success writes a ``Scheduled`` event (the API server sets ``PodScheduled=True`` itself).
 - ``prebind``: DynamicResources PreBind's ResourceClaim writes (:mod:`phalanx.kube.prebind`), made before the
-  binding of the pods they are for.
+  binding of the pods they are for; ``deallocate``: its PostFilter's, a claim's allocation cleared (resourceVersion
+  precondition; a 409 is left to the watch, which brings the claim as it is now).
 - ``unschedulable``: the pod's ``PodScheduled=False`` condition (strategic merge) and a ``FailedScheduling`` event.
 - ``pod_group_condition``: a JSON merge patch of the PodGroup's ``/status`` with the resourceVersion read as
   precondition (409 means the cache was stale; the caller retries once the watch caught up).
@@ -114,6 +115,18 @@ class Binder:
             ok = key not in result.errors
             self.metrics.inc("phalanx_api_writes_total", kind="resource_claim", result="ok" if ok else "error")
         return result
+
+    def deallocate(self, namespace: str, name: str, resource_version: str) -> None:
+        patch = {
+            "metadata": {"resourceVersion": resource_version},
+            "status": {"allocation": None, "reservedFor": None, "devices": None},
+        }
+        try:
+            self._retrying(self.api.patch_resource_claim, namespace, name, patch, True)
+            self.metrics.inc("phalanx_api_writes_total", kind="resource_claim_deallocation", result="ok")
+        except ApiError as exc:
+            self.metrics.inc("phalanx_api_writes_total", kind="resource_claim_deallocation", result="error")
+            log.info("deallocating resourceclaim %s/%s: %s", namespace, name, exc)
 
     def _retried(self, fn: Callable[..., Any], *args: Any) -> Any:
         """``fn(*args)``'s result, retried as ``_retrying`` does."""

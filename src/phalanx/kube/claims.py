@@ -17,7 +17,7 @@ import msgspec
 from phalanx.api import dra
 from phalanx.cluster.pods import PodInfo
 from phalanx.dra.claims import POD_CLAIM_NAME_ANNOTATION
-from phalanx.kube.prebind import ClaimWrite
+from phalanx.kube.prebind import ClaimWrite, same_allocation
 from phalanx.scheduling.resource_claims import EXTENDED_RESOURCE_ANNOTATION, ResourceObjects
 from phalanx.scheduling.scheduler import Scheduler
 
@@ -99,8 +99,13 @@ def claim_writes(eng: Scheduler, key: str, cache: Cache, holds: ClaimHolds) -> l
         if record is None:
             continue
         current = holds.api_version(pc.key, cache.get("resourceclaims", {}).get(pc.key))
-        allocated = current is not None and (current.get("status") or {}).get("allocation") is not None
-        allocation = msgspec.to_builtins(record.allocation) if record.allocation and not allocated else None
+        ours = msgspec.to_builtins(record.allocation) if record.allocation is not None else None
+        theirs = (current.get("status") or {}).get("allocation") if current is not None else None
+        # The API server has the engine's allocation: reserve only. A different one can only be one the engine's
+        # PostFilter deallocated since (the engine took every other from the watch): replaced in the same write.
+        same = theirs is not None and ours is not None and same_allocation(theirs, ours)
+        allocation = None if same else ours
+        replaces = theirs if theirs is not None and not same else None
         create = pod_status = None
         if current is None and EXTENDED_RESOURCE_ANNOTATION in record.claim.metadata.annotations:
             create = {k: v for k, v in msgspec.to_builtins(record.claim).items() if k != "status"}
@@ -109,7 +114,7 @@ def claim_writes(eng: Scheduler, key: str, cache: Cache, holds: ClaimHolds) -> l
             continue  # deleted since the cycle: the write would fail anyway; the watch requeues the pod
         ns, name = pc.key.split("/", 1)
         consumer = _consumer(pi, pc.group, cache)
-        out.append(ClaimWrite(key, ns, name, current, consumer, allocation, create, pod_status))
+        out.append(ClaimWrite(key, ns, name, current, consumer, allocation, create, pod_status, replaces))
     return out
 
 

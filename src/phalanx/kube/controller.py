@@ -330,6 +330,7 @@ class Controller:
         self.metrics.set("scheduler_pending_pods", len(eng.queue.gated), queue="gated")
         for key, (reason, message) in failed.items():
             self._unschedulable(key, reason, message)
+            self._deallocated(eng, key)
         for gk in groups:
             self._condition(eng, gk)
         return len(bound)
@@ -493,6 +494,22 @@ class Controller:
             self.deltas.put(_Refresh(key, self.api.get_pod(namespace, name)))
         except ApiError as exc:
             log.info("re-reading %s: %s", key, exc)
+
+    def _deallocated(self, eng: Engine, key: str) -> None:
+        """DynamicResources PostFilter: a claim of the failed pod the engine deallocated (unusable where the pod
+        could run, reserved by nobody else) is deallocated in the API server too, so the next attempt may allocate
+        it elsewhere."""
+        pi = eng.pods.get(key)
+        if pi is None or not pi.pod.spec.resource_claims:
+            return
+        for pc in eng.claims.claims(pi).claims:
+            record = eng.claims.tracker.records.get(pc.key)
+            cached = self.cache.get("resourceclaims", {}).get(pc.key)
+            if record is None or record.allocation is not None or cached is None or self.holds.held(pc.key):
+                continue
+            if (cached.get("status") or {}).get("allocation") is not None:
+                ns, name = pc.key.split("/", 1)
+                self.binder.submit(self.binder.deallocate, ns, name, cached["metadata"].get("resourceVersion", ""))
 
     def _unschedulable(self, key: str, reason: str, message: str) -> None:
         if self.written.get(key) == (reason, message):

@@ -17,7 +17,7 @@ from typing import Any
 
 from phalanx.kube.api import Api, ApiError
 
-__all__ = ["FINALIZER", "MAX_RESERVED_FOR", "ClaimWrite", "PreBindResult", "prebind"]
+__all__ = ["FINALIZER", "MAX_RESERVED_FOR", "ClaimWrite", "PreBindResult", "prebind", "same_allocation"]
 
 log = logging.getLogger("phalanx.kube")
 FINALIZER = "resource.kubernetes.io/delete-protection"
@@ -37,6 +37,9 @@ class ClaimWrite:
     allocation: dict[str, Any] | None = None  # status.allocation to write (the engine allocated it in this cycle)
     create: dict[str, Any] | None = None  # the body to POST (the extended-resource claim)
     pod_status: dict[str, Any] | None = None  # the pod's status patch naming the created claim
+    # The allocation the engine's PostFilter deallocated, which ``allocation`` replaces in the same write (only
+    # while the claim still has it and no other consumer).
+    replaces: dict[str, Any] | None = None
 
 
 @dataclass
@@ -107,11 +110,14 @@ def _invalid(claim: dict[str, Any], w: ClaimWrite) -> str:
     if md.get("deletionTimestamp"):
         return "is being deleted"
     current = status.get("allocation")
-    if w.allocation is not None and current is not None and not _same_allocation(current, w.allocation):
+    reserved = status.get("reservedFor") or []
+    if _replacing(w, current):
+        others = [r for r in reserved if not _reserved([r], w.consumer)]
+        return "is in use by another consumer" if others else ""
+    if w.allocation is not None and current is not None and not same_allocation(current, w.allocation):
         return "was allocated elsewhere in the meantime"
     if w.allocation is None and current is None:
         return "is no longer allocated"
-    reserved = status.get("reservedFor") or []
     if not _reserved(reserved, w.consumer) and len(reserved) >= MAX_RESERVED_FOR:
         return f"reservedFor is full ({MAX_RESERVED_FOR} consumers)"
     return ""
@@ -121,13 +127,14 @@ def _update(api: Api, w: ClaimWrite, claim: dict[str, Any], retrying: Retrying) 
     """The finalizer (when allocating), then allocation and reservedFor, each with a resourceVersion precondition."""
     md = claim.get("metadata") or {}
     status = claim.get("status") or {}
-    allocate = w.allocation is not None and status.get("allocation") is None
+    replacing = _replacing(w, status.get("allocation"))
+    allocate = w.allocation is not None and (status.get("allocation") is None or replacing)
     finalizers = list(md.get("finalizers") or [])
     if allocate and FINALIZER not in finalizers:
         patch = {"metadata": {"resourceVersion": md.get("resourceVersion"), "finalizers": [*finalizers, FINALIZER]}}
         claim = retrying(api.patch_resource_claim, w.namespace, w.name, patch)
         md = claim.get("metadata") or {}
-    reserved = list(status.get("reservedFor") or [])
+    reserved = [] if replacing else list(status.get("reservedFor") or [])  # PostFilter's deallocation clears it
     if not allocate and _reserved(reserved, w.consumer):
         return claim  # already written (another member of the gang, or an answer lost on the way back)
     new_status: dict[str, Any] = {
@@ -138,6 +145,11 @@ def _update(api: Api, w: ClaimWrite, claim: dict[str, Any], retrying: Retrying) 
     patch = {"metadata": {"resourceVersion": md.get("resourceVersion")}, "status": new_status}
     result: dict[str, Any] = retrying(api.patch_resource_claim, w.namespace, w.name, patch, True)
     return result
+
+
+def _replacing(w: ClaimWrite, current: dict[str, Any] | None) -> bool:
+    """The claim still has the allocation the engine deallocated (PostFilter) and ``w`` allocates anew."""
+    return w.replaces is not None and current is not None and same_allocation(current, w.replaces)
 
 
 def _reserved(reserved: list[dict[str, Any]], consumer: dict[str, str]) -> bool:
@@ -152,7 +164,7 @@ def _reserved(reserved: list[dict[str, Any]], consumer: dict[str, str]) -> bool:
     return False
 
 
-def _same_allocation(a: dict[str, Any], b: dict[str, Any]) -> bool:
+def same_allocation(a: dict[str, Any], b: dict[str, Any]) -> bool:
     """The same devices and node selector (allocationTimestamp is the writer's clock, not the decision)."""
     return {k: v for k, v in a.items() if k != "allocationTimestamp"} == {
         k: v for k, v in b.items() if k != "allocationTimestamp"

@@ -1,10 +1,10 @@
 """The binder in a process of its own, so API writes do not compete with the engine for one interpreter's GIL.
 
 The child runs an ordinary :class:`Binder` over its own official client. The parent sends it calls (``prebind``,
-``bind``, ``preempt``, ``nominate``, ``unschedulable``, ``pod_group_condition``, ``event``) through a pipe; the
-child answers each call with its result, and sends its binder metrics about every 20 ms. A ``done`` callback runs
-on the receiving thread when the call succeeded (it only queues a delta), and on the local pool when it failed
-(the controller then re-reads the pod over HTTP). Anything else submitted (a re-read) runs on the local pool.
+``deallocate``, ``bind``, ``preempt``, ``nominate``, ``unschedulable``, ``pod_group_condition``, ``event``) through
+a pipe; the child answers each call with its result, and sends its binder metrics about every 20 ms. A ``done``
+callback runs on the receiving thread when the call succeeded (it only queues a delta), and on the local pool when
+it failed (the controller then re-reads the pod over HTTP). Anything else submitted (a re-read) runs on the local pool.
 ``shutdown(wait=False)`` (a crash, a lost lease) kills the child at once, so nothing more is written. A child that
 dies on its own is an error: ``on_exit`` is called (``phalanx serve`` then stops and gives its Lease up).
 """
@@ -29,7 +29,7 @@ from phalanx.kube.metrics import Metrics
 __all__ = ["ProcessBinder", "WriterOptions"]
 
 log = logging.getLogger("phalanx.kube")
-_REMOTE = frozenset({"bind", "prebind", "preempt", "nominate", "unschedulable", "pod_group_condition"})
+_REMOTE = frozenset({"bind", "prebind", "deallocate", "preempt", "nominate", "unschedulable", "pod_group_condition"})
 _METRICS_PERIOD = 0.02
 
 
