@@ -12,6 +12,7 @@ from typing import Any, TextIO
 import msgspec
 
 from phalanx.api.admission import AdmissionError, admin_access_problems
+from phalanx.api.dra import ResourceClaim, ResourceClaimTemplate
 from phalanx.api.errors import InputError
 from phalanx.api.loader import Inventory, load, problem_at
 from phalanx.api.priority import UnknownPriorityClass
@@ -45,7 +46,8 @@ def load_and_validate(paths: Sequence[str], stdin: TextIO | None, timings: Timin
     start = time.perf_counter()
     problems = validate(inv)
     # Admission (DRAAdminAccess): adminAccess requests only in namespaces labelled for it.
-    for claim in (*inv.resource_claims, *inv.resource_claim_templates):
+    claims: list[ResourceClaim | ResourceClaimTemplate] = [*inv.resource_claims, *inv.resource_claim_templates]
+    for claim in claims:
         problems += [problem_at(inv, claim, err) for err in admin_access_problems(claim, inv.namespaces)]
     timings.validate = time.perf_counter() - start
     if problems:
