@@ -20,28 +20,24 @@ import argparse
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-
-import numpy as np
 
 from phalanx.api import dra
-from phalanx.api.models import Container, Node, NodeStatus, ObjectMeta, Pod, PodSpec, ResourceRequirements
+from phalanx.api.models import Container, Node, ObjectMeta, Pod, PodSpec, ResourceRequirements
 from phalanx.controllers.resource_claim import generate_claims
 from phalanx.scheduling.resource_claims import ResourceObjects
 from phalanx.scheduling.scheduler import Scheduler
-from phalanx.scheduling.snapshot import peak_rss_bytes
+from scheduler_perf import Result as SchedulerPerfResult
+from scheduler_perf import make_nodes
 
 DRIVER = "test-driver.cdi.k8s.io"
 
 
+class Result(SchedulerPerfResult):
+    width = 52
+
+
 def nodes(n: int) -> list[Node]:
-    return [
-        Node(
-            metadata=ObjectMeta(name=f"node-{i:05d}", labels={"kubernetes.io/hostname": f"node-{i:05d}"}),
-            status=NodeStatus(allocatable={"cpu": "32", "memory": "256Gi", "pods": "110"}),
-        )
-        for i in range(n)
-    ]
+    return make_nodes(n, allocatable={"cpu": "32", "memory": "256Gi", "pods": "110"})
 
 
 def device_class(name: str = "test-class", expression: str = f'device.driver == "{DRIVER}"') -> dra.DeviceClass:
@@ -99,22 +95,6 @@ def pod(name: str, template_name: str) -> Pod:
             resource_claims=[{"name": "resource", "resourceClaimTemplateName": template_name}],
         ),
     )
-
-
-@dataclass
-class Result:
-    name: str
-    pods: int
-    seconds: float
-    cycles: list[float]
-
-    def row(self) -> str:
-        c = np.array(self.cycles) * 1000 if self.cycles else np.zeros(1)
-        p50, p99, top = np.percentile(c, [50, 99, 100])
-        return (
-            f"{self.name:<52} {self.pods:>6} {self.seconds:>7.2f} {self.pods / self.seconds:>8.0f} "
-            f"{p50:>7.3f} {p99:>7.3f} {top:>7.2f} {peak_rss_bytes() / 2**20:>8.0f}"
-        )
 
 
 def _add(s: Scheduler, pods: list[Pod], templates: list[dra.ResourceClaimTemplate]) -> None:
@@ -219,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("shapes", nargs="*", choices=[[], *SHAPES], help="shapes to run (default: all)")
     args = parser.parse_args(argv)
     print(
-        f"{'shape':<52} {'pods':>6} {'sec':>7} {'pods/s':>8} {'p50 ms':>7} {'p99 ms':>7} {'max ms':>7} {'RSS MiB':>8}"
+        f"{'shape':<52} {'pods':>8} {'sec':>8} {'pods/s':>10} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8} {'RSS MiB':>9}"
     )
     for name in args.shapes or SHAPES:
         print(SHAPES[name]().row(), flush=True)

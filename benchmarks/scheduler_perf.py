@@ -14,7 +14,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import msgspec
 import numpy as np
@@ -41,15 +41,18 @@ ZONE = "topology.kubernetes.io/zone"
 POD_REQUESTS: dict[str, str | int | float] = {"cpu": "100m", "memory": "500Mi"}
 
 
-def make_nodes(n: int, zones: Sequence[str] = ()) -> list[Node]:
-    """node-default; with ``zones``, labelNodePrepareStrategy's topology.kubernetes.io/zone values in turn."""
+def make_nodes(
+    n: int, zones: Sequence[str] = (), allocatable: dict[str, str | int | float] | None = None
+) -> list[Node]:
+    """node-default (or ``allocatable``); with ``zones``, labelNodePrepareStrategy's topology.kubernetes.io/zone
+    values in turn."""
     return [
         Node(
             metadata=ObjectMeta(
                 name=f"node-{i:05d}",
                 labels={"kubernetes.io/hostname": f"node-{i:05d}"} | ({ZONE: zones[i % len(zones)]} if zones else {}),
             ),
-            status=NodeStatus(allocatable={"cpu": "4", "memory": "32Gi", "pods": "110"}),
+            status=NodeStatus(allocatable=allocatable or {"cpu": "4", "memory": "32Gi", "pods": "110"}),
         )
         for i in range(n)
     ]
@@ -96,12 +99,14 @@ class Result:
     pods: int
     seconds: float
     cycles: list[float]
+    width: ClassVar[int] = 34  # the name column
 
     def row(self) -> str:
         c = np.array(self.cycles) * 1000 if self.cycles else np.zeros(1)
         p50, p90, p99 = np.percentile(c, [50, 90, 99])
         return (
-            f"{self.name:<34} {self.pods:>8} {self.seconds:>8.2f} {self.pods / self.seconds:>10.0f} "
+            f"{self.name:<{self.width}} {self.pods:>8} {self.seconds:>8.2f} "
+            f"{self.pods / self.seconds:>10.0f} "
             f"{p50:>8.3f} {p90:>8.3f} {p99:>8.3f} {peak_rss_bytes() / 2**20:>9.0f}"
         )
 
