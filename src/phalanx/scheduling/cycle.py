@@ -314,6 +314,10 @@ class _SlotSimulator(_Simulator):
                     free = t.allocatable[row, self.cols] - t.requested[row, self.cols]
                     room = min(room, int((np.maximum(free, 0) // self.vals).min()))
                 room = max(room, 0)
+                if room and self.c.members[0].pod.spec.resource_claims:
+                    caps = np.zeros(len(t), dtype=np.int64)
+                    caps[row] = room
+                    room = int(tas.device_room(self.c.profile, self.c.members[0], t, caps)[row])
                 self.total += room - int(self.slots[row])
                 self.slots[row] = room
         placed = min(len(self.c.members), self.total)
@@ -458,7 +462,9 @@ def _fail_all(c: _Cycle, reason: str, message: str) -> None:
 
 def _heterogeneous(members: Sequence[PodInfo]) -> bool:
     first = members[0]
-    return any(pi.shape != first.shape for pi in members[1:])
+    # The shape leaves claims out: members asking for different claims are not alike either.
+    claims = first.pod.spec.resource_claims
+    return any(pi.shape != first.shape or pi.pod.spec.resource_claims != claims for pi in members[1:])
 
 
 def _largest_first(pi: PodInfo) -> tuple[int, ...]:

@@ -11,10 +11,10 @@ Two sources of intent:
     the fewest domains of the finest level it fits). Domains are chosen BestFit: the one the gang fills most
     tightly, so large domains stay free for large gangs.
 
-Capacity is counted in slots: how many more pods of the gang's shape a node holds (``slots``). For a gang whose
-members share one shape and whose filters are all per-node, a domain fits exactly when its slots cover the gang,
-because greedy placement of identical pods is optimal; other gangs are evaluated by running the cycle in each
-domain.
+Capacity is counted in slots: how many more pods of the gang's shape a node holds (``slots``), devices included
+when the members' claims are their own and their devices node-local (``device_room``). For a gang whose members
+share one shape and whose filters are all per-node, a domain fits exactly when its slots cover the gang, because
+greedy placement of identical pods is optimal; other gangs are evaluated by running the cycle in each domain.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ __all__ = [
     "Intent",
     "PlacementError",
     "best_fit",
+    "device_room",
     "domains",
     "intent_of",
     "per_domain",
@@ -145,7 +146,11 @@ def per_node_only(profile: Profile, pod: PodInfo, nodes: NodeTable) -> bool:
         if plugin.name in _PER_NODE_FILTERS:
             continue
         skips = getattr(plugin, "skips", None)
-        if skips is None or not skips(pod, nodes):
+        if skips is not None and skips(pod, nodes):
+            continue
+        # DynamicResources counts pods whose claims are their own and whose devices are node-local.
+        countable = getattr(plugin, "countable", None)
+        if countable is None or not countable(pod, nodes):
             return False
     return True
 
@@ -162,7 +167,19 @@ def slots(profile: Profile, pod: PodInfo, nodes: NodeTable) -> IntArray:
             count = np.minimum(count, (np.maximum(free, 0) // vals).min(axis=1))
     if pod.host_ports:
         count = np.minimum(count, 1)
-    return np.where(mask, count, 0)
+    return device_room(profile, pod, nodes, np.where(mask, count, 0))
+
+
+def device_room(profile: Profile, pod: PodInfo, nodes: NodeTable, caps: IntArray) -> IntArray:
+    """``caps`` (slots by the other filters) lowered to what each node's devices take for pods like ``pod``, when
+    DynamicResources can count them node by node; otherwise ``caps`` as given."""
+    for plugin in profile.filters:
+        device_slots = getattr(plugin, "device_slots", None)
+        if device_slots is not None and pod.pod.spec.resource_claims:
+            devices = device_slots(pod, nodes, caps)
+            if devices is not None:
+                caps = np.minimum(caps, devices)
+    return caps
 
 
 def score_v136(

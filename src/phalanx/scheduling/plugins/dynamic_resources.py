@@ -26,6 +26,7 @@ from phalanx.cluster.node_selector import terms_mask
 from phalanx.cluster.nodes import NodeTable
 from phalanx.cluster.pods import PodInfo
 from phalanx.dra.allocator import AllocationError
+from phalanx.dra.inventory import DeviceInventory
 from phalanx.scheduling.framework import MAX_NODE_SCORE, BoolArray, CycleState, IntArray, StateKey
 from phalanx.scheduling.resource_claims import ClaimBinding
 
@@ -74,6 +75,7 @@ class DynamicResources:
     def __init__(self) -> None:
         self.binding: ClaimBinding | None = None
         self._cache: dict[bytes, _Entry] = {}
+        self._local: tuple[DeviceInventory, int, bool] | None = None  # see _node_local
 
     def attach(self, binding: ClaimBinding) -> None:
         self.binding = binding
@@ -270,11 +272,19 @@ class DynamicResources:
             return False
         if any(pc.group is not None or tracker.records[pc.key].generated_from is None for pc in resolved):
             return False
+        return self._node_local(tracker.inventory)
+
+    def _node_local(self, inventory: DeviceInventory) -> bool:
+        """Every device is node-local and every pool on one node (cached per inventory and device count)."""
+        known = self._local
+        if known is not None and known[0] is inventory and known[1] == len(inventory.devices):
+            return known[2]
         pool_rows: dict[int, int] = {}
-        for info in tracker.inventory.devices:
-            if info.row < 0 or pool_rows.setdefault(info.pool_id, info.row) != info.row:
-                return False
-        return True
+        local = all(
+            info.row >= 0 and pool_rows.setdefault(info.pool_id, info.row) == info.row for info in inventory.devices
+        )
+        self._local = (inventory, len(inventory.devices), local)
+        return local
 
     def device_slots(self, pod: PodInfo, nodes: NodeTable, caps: IntArray) -> IntArray | None:
         """How many more pods like ``pod`` the devices of each node take, counted up to ``caps[row]`` (the other
