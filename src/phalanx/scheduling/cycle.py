@@ -236,7 +236,9 @@ def _preempt(c: _Cycle, intent: tas.Intent | None) -> None:
     best = _cheapest(c, priority, options)
     if best is None and intent is not None and intent.mode in ("preferred", "unconstrained"):
         best = _cheapest(c, priority, [None])  # the cycle's last resort is anywhere: so is preemption's
-    if best is None:
+    if best is None or not best.victims:
+        # No victims means the simulation fits the group where the cycle just did not: evicting nobody and
+        # waiting for a PodDelete would only requeue the group into the same failure.
         return
     names = s.state.table.names
     for pi in c.members:
