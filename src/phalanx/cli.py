@@ -179,7 +179,13 @@ def serve(
 )
 @click.option("--preset", default="philly", show_default=True, help="Generator preset when no --workload is given.")
 @click.option("--jobs", "job_count", default=400, show_default=True, help="Jobs to generate with --preset.")
-@click.option("--policy", "policies", multiple=True, help="pod-by-pod, gang, gang-tas (repeatable; default: all).")
+@click.option(
+    "--policy",
+    "policies",
+    multiple=True,
+    help="pod-by-pod, gang, gang-tas, gang-tas-preemption, or NAME=FILE.yaml (a KubeSchedulerConfiguration); "
+    "repeatable; default: the four built-ins.",
+)
 @click.option("--seed", default=1, show_default=True, help="Seed of the generated workload and failures.")
 @click.option("--node-mtbf-hours", type=float, default=None, help="Fail nodes at random: mean hours between failures.")
 @click.option("--node-repair-hours", type=float, default=4.0, show_default=True, help="Hours a failed node is down.")

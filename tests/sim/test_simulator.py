@@ -127,3 +127,40 @@ def test_preempted_jobs_start_over_and_finish() -> None:
     assert low.lost_gpu_seconds == 100.0 * 16
     without = simulate(nodes, jobs, POLICIES["gang-tas"])
     assert without.runs[1].start == 1000.0 and without.runs[0].restarts == 0
+
+
+def test_a_user_supplied_configuration_is_a_policy(tmp_path: Path) -> None:
+    """--policy NAME=FILE: jobs get PodGroups as under `gang`, and the engine runs the KubeSchedulerConfiguration."""
+    from phalanx.api.errors import InputError
+    from phalanx.scheduling.plugins.node_resources_fit import NodeResourcesFit
+    from phalanx.scheduling.scheduler import Scheduler
+    from phalanx.sim.simulator import policy_of
+
+    config = tmp_path / "binpack.yaml"
+    config.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n"
+        "- schedulerName: default-scheduler\n  pluginConfig:\n  - name: NodeResourcesFit\n"
+        "    args: {scoringStrategy: {type: MostAllocated}}\n"
+    )
+    policy = policy_of(f"binpack={config}")
+    assert policy.name == "binpack" and policy.gang and policy_of(str(config)).name == "binpack"
+    strategies: set[str] = set()
+
+    def seen(sched: Scheduler, now: float) -> None:
+        for plugin, _ in sched.default_profile.scores:
+            if isinstance(plugin, NodeResourcesFit):
+                strategies.add(plugin.args.strategy)
+
+    nodes = nodes_of(ClusterSpec([Pool("gpu", 4, {"cpu": "96", "memory": "64Gi", "nvidia.com/gpu": 8, "pods": 110})]))
+    done = summary(simulate(nodes, two_big_gangs(), policy, on_step=seen))
+    assert done["completed"] == 2 and strategies == {"MostAllocated"}
+    with pytest.raises(InputError, match="unknown policy"):
+        policy_of("greedy")
+    with pytest.raises(InputError):
+        policy_of(f"x={tmp_path / 'missing.yaml'}")
+    out = CliRunner().invoke(
+        cli, ["simulate", "--policy", "gang", "--policy", f"binpack={config}", "--jobs", "20", "-o", "json",
+              "--report", str(tmp_path / "r.html")], catch_exceptions=False,
+    )  # fmt: skip
+    assert out.exit_code == 0, out.output
+    assert [p["policy"] for p in json.loads(out.stdout)["policies"]] == ["gang", "binpack"]

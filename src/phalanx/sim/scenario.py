@@ -15,7 +15,7 @@ from phalanx.api.models import Node
 from phalanx.sim.devices import ClusterDevices
 from phalanx.sim.faults import NodeEvent, NodeFailures
 from phalanx.sim.metrics import summary
-from phalanx.sim.simulator import POLICIES, SimulationResult, simulate
+from phalanx.sim.simulator import SimulationResult, policy_of, simulate
 from phalanx.sim.workload import ClusterSpec, JobRecord, Pool, devices_of, generate_jobs, load_workload, nodes_of
 
 __all__ = [
@@ -134,18 +134,19 @@ def scenario_from(
 def run(
     scenario: Scenario, policies: Sequence[str], progress: Callable[[str, int], None] | None = None
 ) -> tuple[list[SimulationResult], list[dict[str, Any]]]:
-    unknown = [p for p in policies if p not in POLICIES]
-    if unknown:
-        raise InputError([f'unknown policy "{p}" (known: {", ".join(POLICIES)})' for p in unknown])
+    chosen = [policy_of(p) for p in policies]
+    names = [p.name for p in chosen]
+    if len(set(names)) != len(names):
+        raise InputError([f"two policies are named alike: {', '.join(names)}"])
     results = []
-    for name in policies:
-        step = (lambda n, name=name: progress(name, n)) if progress else None
+    for spec, policy in zip(policies, chosen, strict=True):
+        step = (lambda n, spec=spec: progress(spec, n)) if progress else None
         f = scenario.faults
         results.append(
             simulate(
                 scenario.nodes,
                 scenario.jobs,
-                POLICIES[name],
+                policy,
                 step,
                 f.node_events,
                 f.failures,

@@ -16,6 +16,7 @@ import random
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import msgspec
 import numpy as np
@@ -24,7 +25,7 @@ from phalanx.api.errors import InputError
 from phalanx.api.models import Node, Pod, PodGroup
 from phalanx.controllers.job import backoff_limit_exceeded
 from phalanx.controllers.resource_claim import generate_claims
-from phalanx.scheduling.config import SchedulerConfig, TopologyArgs, default_profile
+from phalanx.scheduling.config import SchedulerConfig, TopologyArgs, default_profile, load_config
 from phalanx.scheduling.resource_claims import ResourceObjects
 from phalanx.scheduling.scheduler import Scheduler
 from phalanx.sim.devices import ClusterDevices, GpuDevices
@@ -49,8 +50,11 @@ class Policy:
     topology: bool
     description: str
     preemption: bool = False
+    scheduler_config: SchedulerConfig | None = None  # a user's KubeSchedulerConfiguration (``--policy NAME=FILE``)
 
     def config(self) -> SchedulerConfig:
+        if self.scheduler_config is not None:
+            return self.scheduler_config
         profile = default_profile()
         profile.gang = self.gang
         profile.preemption = self.preemption
@@ -70,6 +74,27 @@ POLICIES = {
         Policy("gang-tas-preemption", True, True, "gang-tas, and higher-priority jobs preempt lower ones", True),
     )
 }
+
+
+def policy_of(spec: str) -> Policy:
+    """A built-in policy by name, or ``NAME=FILE`` / ``FILE.yaml``: a KubeSchedulerConfiguration to compare. Jobs
+    are expressed as for the gang policies (eligible Jobs get PodGroups, as the v1.36 Job controller does); the
+    configuration decides what the scheduler does with them (GangScheduling, topology placement, preemption).
+    Raises InputError for an unknown name or a bad file."""
+    if spec in POLICIES:
+        return POLICIES[spec]
+    name, sep, path = spec.partition("=")
+    if not sep:
+        name, path = Path(spec).stem, spec
+    if not path.endswith((".yaml", ".yml")) or not name:
+        known = ", ".join(POLICIES)
+        raise InputError(
+            [f'unknown policy "{spec}" (known: {known}, or NAME=FILE.yaml with a KubeSchedulerConfiguration)']
+        )
+    config = load_config(path)
+    first = config.profiles[0]
+    topology = "TopologyPlacementGenerator" in first.placement_generators
+    return Policy(name, True, topology, f"KubeSchedulerConfiguration {path}", first.preemption, config)
 
 
 @dataclass
@@ -239,7 +264,7 @@ class _Simulation:
 
     def _submit(self, i: int) -> list[str]:
         run = self.runs[i]
-        gang = self.policy.name != "pod-by-pod"
+        gang = self.policy.gang
         group, pods = job_objects(run.job, run.restarts, gang, self.policy.topology, self.tolerations)
         run.group = None
         if group is not None:
