@@ -87,19 +87,8 @@ class Inventory:
         return self.sources.get(id(obj), Source("<generated>"))
 
     def all_objects(self) -> Iterator[msgspec.Struct]:
-        yield from self.nodes
-        yield from self.pods
-        yield from self.priority_classes
-        yield from self.pdbs
-        yield from self.workloads
-        yield from self.pod_groups
-        yield from self.runtime_classes
-        yield from self.jobs
-        yield from self.namespaces
-        yield from self.device_classes
-        yield from self.resource_slices
-        yield from self.resource_claims
-        yield from self.resource_claim_templates
+        for attribute in _LISTS.values():
+            yield from getattr(self, attribute)
 
 
 _LISTS = {
