@@ -53,7 +53,7 @@ class ClaimBinding:
         self.group_of = group_of
         self.held: dict[str, tuple[PodClaim, ...]] = {}  # pod key -> claims the pod reserved
         self.priority: dict[str, int] = {}  # pod key -> priority of the pods in ``held`` (preemption asks)
-        self.extended = extended_resource_classes(tracker.classes.values())
+        self.extended: dict[str, str] = {}
 
     @classmethod
     def build(
@@ -65,7 +65,7 @@ class ClaimBinding:
             key = f"{claim.metadata.namespace}/{claim.metadata.name}"
             tracker.add_claim(claim, objects.generated_from.get(key))
         binding = cls(tracker, group_of)
-        nodes.dra_resources = frozenset(binding.extended)
+        binding._classes_changed(nodes)
         return binding
 
     def rebuild(
@@ -76,6 +76,10 @@ class ClaimBinding:
     ) -> None:
         """Nodes, slices or classes changed: index the devices again, keeping claims and reservations."""
         self.tracker.rebuild(nodes, classes, slices)
+        self._classes_changed(nodes)
+
+    def _classes_changed(self, nodes: NodeTable) -> None:
+        """The extended resources the DeviceClasses serve, for DynamicResources and NodeResourcesFit."""
         self.extended = extended_resource_classes(self.tracker.classes.values())
         nodes.dra_resources = frozenset(self.extended)
 
