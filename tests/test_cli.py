@@ -2,32 +2,19 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pytest
 import yaml
 from click.testing import CliRunner
 
 from phalanx.cli import cli
 
+from schedule_cli import run, schedule_json
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "gang-training"
-SCHEMA = json.loads((ROOT / "docs" / "schedule-result.schema.json").read_text())
-
-
-def run(*args: str, stdin: str | None = None) -> Any:
-    return CliRunner().invoke(cli, list(args), input=stdin, catch_exceptions=False)
-
-
-def schedule_json(*args: str, stdin: str | None = None) -> dict[str, Any]:
-    result = run("schedule", *args, "-o", "json", stdin=stdin)
-    assert result.exit_code == 0, result.output
-    doc: dict[str, Any] = json.loads(result.stdout)
-    jsonschema.validate(doc, SCHEMA)
-    return doc
 
 
 def by_name(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -3,28 +3,23 @@ states (which pods run where, which claims get which devices, which do not and w
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pytest
 from click.testing import CliRunner
 
 from phalanx.cli import cli
 
+from schedule_cli import schedule_json
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
-SCHEMA = json.loads((ROOT / "docs" / "schedule-result.schema.json").read_text())
 NO_CLAIMS = "0/1 nodes are available: 1 cannot allocate all claims."
 
 
 def schedule(name: str) -> dict[str, Any]:
-    result = CliRunner().invoke(cli, ["schedule", "-f", str(EXAMPLES / name), "-o", "json"], catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-    doc: dict[str, Any] = json.loads(result.stdout)
-    jsonschema.validate(doc, SCHEMA)
-    return doc
+    return schedule_json("-f", str(EXAMPLES / name))
 
 
 def pods(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -38,9 +38,7 @@ from phalanx.cli import cli
 from phalanx.scheduling.config import parse_config
 from phalanx.scheduling.snapshot import build_result, schedule_snapshot
 
-RESULT_SCHEMA = json.loads(
-    (Path(__file__).resolve().parent.parent / "docs" / "schedule-result.schema.json").read_text()
-)
+from schedule_cli import RESULT_SCHEMA
 
 SCENARIO_DIR = Path(__file__).parent / "scenarios"
 
