@@ -78,19 +78,21 @@ def _pod(
     return {**pod, "spec": spec, "status": {"phase": "Running"} if node else {}}
 
 
+def _device_class() -> dict[str, Any]:
+    selector = {"cel": {"expression": f'device.driver == "{CLASS}"'}}
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": CLASS},
+        "spec": {"selectors": [selector]},
+    }
+
+
 @st.composite
 def gpu_clusters(draw: st.DrawFn) -> list[dict[str, Any]]:
     """Nodes with 1-4 GPUs; running pods (priority 1, 10 or 100) hold claims on their node's GPUs, some claims
     shared by two pods; pending preemptors are single pods needing 1-3 GPUs or a gang of two 1-GPU members."""
-    dc = {"cel": {"expression": f'device.driver == "{CLASS}"'}}
-    objs: list[dict[str, Any]] = [
-        {
-            "apiVersion": "resource.k8s.io/v1",
-            "kind": "DeviceClass",
-            "metadata": {"name": CLASS},
-            "spec": {"selectors": [dc]},
-        }
-    ]
+    objs: list[dict[str, Any]] = [_device_class()]
     priorities = st.sampled_from([1, 10, 100])
     for i in range(draw(st.integers(1, 4))):
         node, gpus = f"n{i}", draw(st.integers(1, 4))

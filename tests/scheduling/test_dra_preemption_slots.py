@@ -16,7 +16,7 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_dra_preemption import CLASS, _claim, _node, _pod, _slice
+from test_dra_preemption import CLASS, _claim, _device_class, _node, _pod, _slice
 
 from phalanx.api.loader import load
 from phalanx.controllers.run import run_once
@@ -59,15 +59,7 @@ def _template(name: str, count: int, selector: str = "") -> dict[str, Any]:
 def dra_gangs(draw: st.DrawFn, min_count: bool, priority: int) -> list[dict[str, Any]]:
     """GPU nodes (some GPUs "big"), running pods holding claims of assorted priorities and cpu, and one gang of
     identical members each claiming ``count`` GPUs (optionally only big ones) from one template, plus cpu."""
-    dc = {"cel": {"expression": f'device.driver == "{CLASS}"'}}
-    objs: list[dict[str, Any]] = [
-        {
-            "apiVersion": "resource.k8s.io/v1",
-            "kind": "DeviceClass",
-            "metadata": {"name": CLASS},
-            "spec": {"selectors": [dc]},
-        }
-    ]
+    objs: list[dict[str, Any]] = [_device_class()]
     for i in range(draw(st.integers(1, 4))):
         node, gpus = f"n{i}", draw(st.integers(0, 5))
         obj = _node(node)
