@@ -65,12 +65,6 @@ class ResourceIndex:
     def __len__(self) -> int:
         return len(self.names)
 
-    def vector(self, resources: Mapping[str, int]) -> Vector:
-        out = np.zeros(len(self.names), dtype=np.int64)
-        for name, amt in resources.items():
-            out[self.add(name) if name not in self.column else self.column[name]] = amt
-        return out
-
 
 @dataclass(frozen=True, slots=True)
 class PodRequests:

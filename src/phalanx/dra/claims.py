@@ -117,10 +117,6 @@ class ClaimTracker:
         for claim in claims:
             self.add_claim(claim)
 
-    @property
-    def empty(self) -> bool:
-        return not self.records and not self.slices
-
     def rebuild(
         self,
         nodes: NodeTable,

@@ -512,7 +512,3 @@ def _tolerates(toleration: dra.DeviceToleration, taint: dra.DeviceTaint) -> bool
     if toleration.operator == "Exists":
         return True
     return toleration.operator in ("", "Equal") and toleration.value == taint.value
-
-
-def _flat(reqs: list[list[list[Req]]]) -> list[Req]:
-    return [r for claim in reqs for subs in claim for r in subs]

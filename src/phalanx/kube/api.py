@@ -41,10 +41,6 @@ class Resource:
     version: str
     plural: str
 
-    @property
-    def kind_key(self) -> str:
-        return self.plural
-
 
 RESOURCES = {
     "nodes": Resource("", "v1", "nodes"),

@@ -11,7 +11,7 @@ from collections.abc import Iterator, Mapping
 
 from phalanx.api.cel.errors import CelError
 from phalanx.api.cel.overloads import Overload
-from phalanx.api.cel.values import Optional, Quantity, Semver, UInt
+from phalanx.api.cel.values import Optional, UInt
 
 __all__ = ["cel_equals", "checked_int", "checked_uint", "overloads"]
 
@@ -122,9 +122,3 @@ def overloads() -> Iterator[Overload]:
     yield Overload("_!=_", False, ("dyn", "dyn"), "bool", lambda a, b: not cel_equals(a, b))
     yield Overload("@in", False, ("dyn", "list"), "bool", _contains, 1.0)
     yield Overload("@in", False, ("dyn", "map"), "bool", _contains)
-
-
-def is_value_type(value: object) -> bool:
-    """Whether a Python value is a CEL value this package produces (guards values that come from a device)."""
-    return value is None or isinstance(value, bool | int | float | str | bytes | list | tuple | Mapping | Quantity
-                                       | Semver | Optional)  # fmt: skip
