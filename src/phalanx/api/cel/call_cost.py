@@ -45,7 +45,13 @@ def _int_literal(node: AstNode, default: int) -> int:
 
 
 def lists_estimate(c: Coster, overload_id: str, target: AstNode | None, args: list[AstNode]) -> CallEstimate | None:
-    """cel-go ext.Lists version 3 estimators."""
+    """cel-go ext.Lists version 3 and ext.Sets estimators."""
+    if overload_id in ("list_sets_contains_list", "list_sets_intersects_list", "list_sets_equivalent_list"):
+        if len(args) != 2:
+            return None
+        scale_factor = 2.0 if overload_id == "list_sets_equivalent_list" else 1.0
+        product = mul(size_estimate(c, args[0]), size_estimate(c, args[1]))
+        return CallEstimate(add(scale(product, scale_factor), (1, 1)))
     if overload_id == "list_slice" and target is not None and len(args) == 2:
         size = size_estimate(c, target)
         start, end = _int_literal(args[0], 0), _int_literal(args[1], size[1])
@@ -86,7 +92,7 @@ def kubernetes_estimate(c: Coster, function: str, overload_id: str, target: AstN
                 cost = add(cost, scale(size_estimate(c, element), _S))
             return CallEstimate(mul(size_estimate(c, target), cost))
         return CallEstimate(scale(size_estimate(c, target), _S))
-    if function == "url" and len(args) == 1:
+    if function in ("url", "jsonpatch.escapeKey") and len(args) == 1:
         size = size_estimate(c, args[0])
         return CallEstimate(scale(size, _S), size)
     if function in ("lowerAscii", "upperAscii", "substring", "trim") and target is not None:

@@ -47,6 +47,28 @@ def _to_s(value: object, nested: bool = False) -> str:
     return str(value)
 
 
+_SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
+
+
+def _scientific(value: float, digits: int) -> str:
+    """cel-go's original formatter prints %e through a locale printer: ``1.052033×10⁰³``."""
+    if math.isnan(value):
+        return "   NaN"
+    if math.isinf(value):
+        return ("    -∞" if value < 0 else "     ∞")
+    mantissa, exponent = f"{value:.{digits}e}".split("e")
+    sign = "-" if exponent.startswith("-") else ""
+    return f"{mantissa}×10{(sign + exponent.lstrip('+-').zfill(2)).translate(_SUPERSCRIPT)}"
+
+
+def _fixed(value: float, digits: int) -> str:
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "-∞" if value < 0 else "∞"
+    return f"{value:.{digits}f}"
+
+
 def _clause(verb: str, precision: str | None, value: object) -> str:
     given = type_name(value)
     if verb == "s":
@@ -60,7 +82,7 @@ def _clause(verb: str, precision: str | None, value: object) -> str:
             kind = "fixed-point" if verb == "f" else "scientific"
             raise CelError(f"error during formatting: {kind} clause can only be used on doubles, was given {given}")
         digits = int(precision) if precision is not None else 6
-        return f"{value:.{digits}f}" if verb == "f" else f"{value:.{digits}e}"
+        return _fixed(value, digits) if verb == "f" else _scientific(value, digits)
     if verb in "xX":
         if isinstance(value, int) and not isinstance(value, bool):
             text = format(value, "x")

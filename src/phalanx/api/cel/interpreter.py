@@ -21,6 +21,7 @@ from phalanx.api.cel.logic import plan_and, plan_conditional, plan_not_strictly_
 from phalanx.api.cel.nodes import Node
 from phalanx.api.cel.runtime import accepts_all, cel_equals, map_lookup, no_such_overload
 from phalanx.api.cel.runtime_cost import call_coster
+from phalanx.api.cel.types import CelType
 from phalanx.api.cel.values import Optional, runtime_type
 
 __all__ = ["Planner", "PlanningError"]
@@ -69,7 +70,7 @@ class Planner:
     def plan_ident(self, node: nodes.Ident | nodes.Select) -> Plan:
         found = self.checked.idents.get(node)
         if found is not None and not isinstance(found, str):
-            return _Constant(found)  # a type name: a constant type value
+            return _Constant(CelType(found.kind, found.name))  # a type name: a constant type value, unparameterised
         name = found if isinstance(found, str) else node.name  # type: ignore[union-attr]
 
         def ident(frame: Frame) -> object:

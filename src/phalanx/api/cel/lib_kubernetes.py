@@ -9,6 +9,7 @@ IPv6 addresses, a CIDR keeps its host bits until ``masked()``).
 from __future__ import annotations
 
 import ipaddress
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from fractions import Fraction
@@ -55,12 +56,16 @@ class CIDR:
         return f"{self.interface.ip}/{self.interface.network.prefixlen}"
 
 
+_PERMISSIVE = re.compile(r"^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$")
+
+
 def _quantity(text: str) -> Quantity:
     try:
         return Quantity(parse_quantity(text))
     except QuantityError as error:
-        message = str(error)
-        raise CelError(message if "suffix" in message else f"quantities {message}") from None
+        if _PERMISSIVE.match(text):
+            raise CelError("unable to parse quantity's suffix") from None
+        raise CelError(f"quantities {error}") from None
 
 
 def _is_quantity(text: str) -> bool:
@@ -155,10 +160,29 @@ def parse_ip(text: str) -> IP:
         address = ipaddress.ip_address(text)
     except ValueError:
         raise CelError(f'IP Address "{text}" parse error during conversion from string: '
-                       f'ParseAddr("{text}"): unable to parse IP') from None  # fmt: skip
+                       f'ParseAddr("{text}"): {_addr_problem(text)}') from None  # fmt: skip
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
         raise CelError("IPv4-mapped IPv6 addresses are not allowed")
     return IP(address)
+
+
+def _addr_problem(text: str) -> str:
+    """Go's netip.ParseAddr wording for the common mistakes."""
+    if ":" not in text:
+        return "IPv4 address too long" if text.count(".") > 3 else "unable to parse IP"
+    if ":::" in text:
+        at = text[text.index(":::") + 2 :]
+        return f'each colon-separated field must have at least one digit (at "{at}")'
+    return "unable to parse IP"
+
+
+def _prefix_problem(text: str) -> str:
+    address, slash, bits = text.rpartition("/")
+    if not slash:
+        return "no '/'"
+    if not bits.isdigit():
+        return f'bad bits after slash: "{bits}"'
+    return "invalid prefix"
 
 
 def parse_cidr(text: str) -> CIDR:
@@ -168,7 +192,7 @@ def parse_cidr(text: str) -> CIDR:
             raise ValueError("no mask")
     except ValueError:
         raise CelError(f"network address parse error during conversion from string: network address parse error "
-                       f'during conversion from string: netip.ParsePrefix("{text}"): invalid prefix') from None  # fmt: skip
+                       f'during conversion from string: netip.ParsePrefix("{text}"): {_prefix_problem(text)}') from None  # fmt: skip
     return CIDR(interface)
 
 

@@ -26,7 +26,8 @@ class URL:
 
     def parts(self) -> tuple[str, str, str, str]:
         split = urlsplit(self.text)
-        return split.scheme, split.netloc.rpartition("@")[2], split.path, split.query
+        opaque = bool(split.scheme) and not self.text[len(split.scheme) + 1 :].startswith("/")
+        return split.scheme, split.netloc.rpartition("@")[2], "" if opaque else split.path, split.query
 
 
 def _request_uri_error(text: str) -> str | None:

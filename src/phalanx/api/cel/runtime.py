@@ -31,6 +31,8 @@ def cel_equals(a: object, b: object) -> bool:
     if a is b:
         return not isinstance(a, float) or not math.isnan(a)
     if _numeric(a) and _numeric(b):
+        if isinstance(a, float) != isinstance(b, float):
+            return float(a) == float(b)  # type: ignore[arg-type]
         return a == b
     if isinstance(a, bool) or isinstance(b, bool):
         return type(a) is type(b) and a == b
@@ -86,8 +88,12 @@ def cel_compare(a: object, b: object) -> int | None:
     """-1, 0, 1, or None when the values are unordered (NaN); raises "no such overload" for mixed types.
     Python compares int with float exactly, which is what CEL requires near 2**63."""
     if _numeric(a) and _numeric(b):
-        if (isinstance(a, float) and math.isnan(a)) or (isinstance(b, float) and math.isnan(b)):
-            return None
+        if isinstance(a, float) or isinstance(b, float):
+            # cel-go compares an int or uint with a double by converting it to a double (lossy near 2**63).
+            x, y = float(a), float(b)  # type: ignore[arg-type]
+            if math.isnan(x) or math.isnan(y):
+                return None
+            return (x > y) - (x < y)
         return (a > b) - (a < b)  # type: ignore[operator]
     if type(a) is type(b) and isinstance(a, str | bytes | bool):
         return (a > b) - (a < b)  # type: ignore[operator]

@@ -24,7 +24,7 @@ _K8S_UNIT = {"sign", "asInteger", "isInteger", "asApproximateFloat", "isGreaterT
              "sub", "major", "minor", "patch", "getScheme", "getHostname", "getHost", "getPort", "getEscapedPath",
              "getQuery", "format.named", "masked", "prefixLength", "family", "isUnspecified", "isLoopback",
              "isLinkLocalMulticast", "isLinkLocalUnicast", "isGlobalUnicast"}  # fmt: skip
-_K8S_TRAVERSE_ARG = {"url", "lowerAscii", "upperAscii", "substring", "trim", "cidr", "isIP", "isCIDR", "quantity",
+_K8S_TRAVERSE_ARG = {"url", "jsonpatch.escapeKey", "lowerAscii", "upperAscii", "substring", "trim", "cidr", "isIP", "isCIDR", "quantity",
                      "isQuantity", "semver", "isSemver"}  # fmt: skip
 _K8S_TYPES = {"Quantity", "IP", "CIDR", "NamedFormat", "URL", "Semver"}
 
@@ -56,7 +56,10 @@ def _self_compare(items: object) -> int:
 
 
 def _list_tracker(overload_id: str) -> Coster | None:
-    """cel-go ext.Lists version 3 cost trackers."""
+    """cel-go ext.Lists version 3 and ext.Sets cost trackers."""
+    if overload_id in ("list_sets_contains_list", "list_sets_intersects_list", "list_sets_equivalent_list"):
+        scale = 2.0 if overload_id == "list_sets_equivalent_list" else 1.0
+        return lambda _, args, result: 1 + int(size_of(args[0]) * size_of(args[1]) * scale)
     if overload_id in ("list_slice", "lists_range", "list_reverse"):
         return lambda _, args, result: int(size_of(result)) + 11
     if overload_id in ("list_flatten", "list_flatten_int"):

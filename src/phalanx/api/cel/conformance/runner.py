@@ -128,9 +128,17 @@ def _test_sizes(node: AstNode) -> Estimate | None:
     return (0, 12) if node.type.kind in (t.Kind.STRING, t.Kind.BYTES) else None
 
 
+def _escape_key(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")
+
+
 @cache
 def _cost_environment() -> Environment:
-    return kubernetes_environment({}, optimize=False, validators=False, sizes=_test_sizes)
+    """cost_test.go's environment: no optimizer, no validators, strings at most 12 long, and its JSONPatch library."""
+    from phalanx.api.cel.decls import Function, Overload
+
+    escape = Function("jsonpatch.escapeKey", (Overload("string_to_escaped_string", (t.STRING,), t.STRING, _escape_key),))
+    return kubernetes_environment({}, (escape,), optimize=False, validators=False, sizes=_test_sizes)
 
 
 def _expr_environment(decls: tuple[tuple[str, str], ...]) -> Environment:
@@ -140,10 +148,10 @@ def _expr_environment(decls: tuple[tuple[str, str], ...]) -> Environment:
 def _run_program(environment: Environment, case: Mapping[str, Any], cost: bool) -> dict[str, Any]:
     try:
         program = environment.compile(case["expr"])
-    except CelError as error:
-        return {"compile_error": str(error)}
     except PlanningError as error:
         return {"error": f"program: {error}"}
+    except CelError as error:
+        return {"compile_error": str(error)}
     outcome: dict[str, Any] = {"estimated": list(program.estimate_cost())}
     try:
         bindings = {k: decode(v) for k, v in case.get("bindings", {}).items()}
