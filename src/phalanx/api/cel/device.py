@@ -56,8 +56,8 @@ def _version(name: str, text: str) -> Semver:
         raise CelError(f"attribute {name}: parse semantic version: {error}") from None
 
 
-def _attribute_value(name: str, attribute: DeviceAttribute, lists: bool) -> object:
-    if lists:
+def _attribute_value(name: str, attribute: DeviceAttribute, lists: bool | None) -> object:
+    if lists or lists is None:
         if attribute.ints is not None:
             return list(attribute.ints)
         if attribute.bools is not None:
@@ -75,9 +75,11 @@ def _attribute_value(name: str, attribute: DeviceAttribute, lists: bool) -> obje
 
 
 def device_view(driver: str, attributes: Mapping[str, DeviceAttribute], capacity: Mapping[str, DeviceCapacity],
-                allow_multiple_allocations: bool, list_attributes: bool = False) -> DeviceView:  # fmt: skip
+                allow_multiple_allocations: bool, list_attributes: bool | None = None) -> DeviceView:  # fmt: skip
     """Group qualified names by domain as Kubernetes does. Raises CelError for a capacity that is not a quantity;
-    an attribute that cannot be converted is kept as the view's ``error``."""
+    an attribute that cannot be converted is kept as the view's ``error``. ``list_attributes`` is the
+    DRAListTypeAttributes gate: False makes a list attribute an "unsupported attribute value" as in kube-scheduler;
+    None (a caller that does not know the gate) keeps lists as lists."""
     grouped: dict[str, dict[str, object]] = {}
     error: CelError | None = None
     for name, attribute in attributes.items():

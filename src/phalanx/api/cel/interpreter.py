@@ -216,7 +216,7 @@ def _call(function: str, overloads: Sequence[Overload], args: Sequence[Plan]) ->
 
     def call(frame: Frame) -> object:
         values = [arg(frame) for arg in args]
-        overload = only if unguarded else _dispatch(overloads, values)
+        overload = only if unguarded else _dispatch(function, overloads, values)
         assert overload is not None and overload.impl is not None
         result = overload.impl(*values)
         frame.charge(constant_cost if constant_cost is not None else coster(overload.id, values, result))  # type: ignore[operator]
@@ -225,10 +225,13 @@ def _call(function: str, overloads: Sequence[Overload], args: Sequence[Plan]) ->
     return call
 
 
-def _dispatch(overloads: Sequence[Overload], values: Sequence[object]) -> Overload:
+def _dispatch(function: str, overloads: Sequence[Overload], values: Sequence[object]) -> Overload:
     for overload in overloads:
         if not overload.guard or accepts_all(overload.params, values):
             return overload
+    if len(overloads) == 1:  # cel-go names the function when its only overload's type guard fails
+        shown = ", ".join(runtime_type(v).display() for v in values)
+        raise CelError(f"no such overload: {function}({shown})")
     raise no_such_overload()
 
 

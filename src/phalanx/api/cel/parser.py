@@ -25,6 +25,9 @@ _MACROS: dict[str, dict[int, int]] = {
     "map": {2: 1, 3: 1}, "filter": {2: 1}, "optMap": {2: 1}, "optFlatMap": {2: 1}, "sortBy": {2: 1},
     "transformList": {3: 2, 4: 2}, "transformMap": {3: 2, 4: 2}, "transformMapEntry": {3: 2, 4: 2},
 }  # fmt: skip
+# What ANTLR lists where cel-go's grammar expects an expression.
+_EXPRESSION_START = ("{'[', '{', '(', '.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, NUM_INT, NUM_UINT, STRING, "
+                     "BYTES, IDENTIFIER}")  # fmt: skip
 # cel-go allows 250 nested levels; each level here is ~9 Python frames, so the limit keeps clear of Python's.
 _MAX_DEPTH = 100
 
@@ -219,7 +222,7 @@ class _Parser:
             return self.list_literal(token, first_optional=token.value == "[?")
         if token.kind == "op" and token.value == "{":
             return self.map_literal(token)
-        raise self.fail(token, f"Syntax error: mismatched input {self.describe(token)} expecting <expression>")
+        raise self.fail(token, f"Syntax error: mismatched input {self.describe(token)} expecting {_EXPRESSION_START}")
 
     def identifier(self, token: Token) -> Expr:
         name = str(token.value)
