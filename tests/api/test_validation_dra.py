@@ -472,8 +472,10 @@ CLASS_CASES = [
                 "selectors": [
                     cel("1 + 2"),
                     cel("device.driver =="),
-                    cel("device.attributes.all(d, device.attributes.all(e, device.attributes.all(f, "
-                        "device.attributes.all(g, d == g))))"),
+                    cel(
+                        "device.attributes.all(d, device.attributes.all(e, device.attributes.all(f, "
+                        "device.attributes.all(g, d == g))))"
+                    ),
                 ]
             }
         },

@@ -15,12 +15,18 @@ from phalanx.api.cel.conformance.runner import DATA, Result, load, run_suite
 
 # (file, case id): why phalanx differs. Kept in sync with docs/cel.md.
 KNOWN = {
-    ("cel-spec/fields", "fields/map_fields/map_bad_key_type_or_true"):
-        "cel-go rejects a bytes key while planning the program; phalanx evaluates the absorbed error",
-    ("cel-spec/fields", "fields/map_fields/map_bad_key_type_and_false"):
-        "cel-go rejects a bytes key while planning the program; phalanx evaluates the absorbed error",
-    ("cel-spec/string_ext", "string_ext/format/map support (all key types)"):
-        "a map literal with keys 1 and true (allowed only inside format()): Python dicts merge the two keys",
+    (
+        "cel-spec/fields",
+        "fields/map_fields/map_bad_key_type_or_true",
+    ): "cel-go rejects a bytes key while planning the program; phalanx evaluates the absorbed error",
+    (
+        "cel-spec/fields",
+        "fields/map_fields/map_bad_key_type_and_false",
+    ): "cel-go rejects a bytes key while planning the program; phalanx evaluates the absorbed error",
+    (
+        "cel-spec/string_ext",
+        "string_ext/format/map support (all key types)",
+    ): "a map literal with keys 1 and true (allowed only inside format()): Python dicts merge the two keys",
 }
 
 
@@ -49,7 +55,14 @@ def test_all_dra_environment_cases_pass(results: dict[tuple[str, str], Result]) 
 def test_the_suite_covers_every_source_file_and_records_skips() -> None:
     files = dict(load(DATA))
     assert len([name for name in files if name.startswith("cel-spec/")]) == 30
-    assert {"kubernetes/quantity", "kubernetes/semver", "kubernetes/ip", "kubernetes/cidr", "kubernetes/format",
-            "kubernetes/cost", "kubernetes/dra"} <= set(files)  # fmt: skip
+    assert {
+        "kubernetes/quantity",
+        "kubernetes/semver",
+        "kubernetes/ip",
+        "kubernetes/cidr",
+        "kubernetes/format",
+        "kubernetes/cost",
+        "kubernetes/dra",
+    } <= set(files)
     for document in files.values():
         assert all(skip["reason"] for skip in document["skipped"])

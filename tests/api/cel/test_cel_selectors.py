@@ -104,7 +104,12 @@ def test_includes_works_on_list_attributes_when_the_gate_is_on() -> None:
 
 
 def test_a_list_attribute_fails_every_selector_when_the_gate_is_off() -> None:
-    view = device_view("gpu.nvidia.com", {"type": DeviceAttribute(string="gpu"), "partitions": DeviceAttribute(ints=[1])},
-                       {}, False, list_attributes=False)
+    view = device_view(
+        "gpu.nvidia.com",
+        {"type": DeviceAttribute(string="gpu"), "partitions": DeviceAttribute(ints=[1])},
+        {},
+        False,
+        list_attributes=False,
+    )
     with pytest.raises(CelError, match="attribute partitions: unsupported attribute value"):
         compile_selector(f"{GPU}.type == 'gpu'").matches(view)

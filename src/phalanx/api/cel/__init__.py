@@ -10,8 +10,14 @@ from phalanx.api.cel.device import DeviceView, device_view
 from phalanx.api.cel.dra import Features
 from phalanx.api.cel.environment import Environment, Program, kubernetes_environment
 from phalanx.api.cel.errors import CelError
-from phalanx.api.cel.selector import (COST_LIMIT, MAX_EXPRESSION_BYTES, Selector, check_selector, compile_selector,
-                                      selector_cost)  # fmt: skip
+from phalanx.api.cel.selector import (
+    COST_LIMIT,
+    MAX_EXPRESSION_BYTES,
+    Selector,
+    check_selector,
+    compile_selector,
+    selector_cost,
+)
 from phalanx.api.cel.values import Optional, Quantity, Semver, UInt
 
 __all__ = [

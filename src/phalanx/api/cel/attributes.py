@@ -149,6 +149,10 @@ def plan_attribute(planner: Planner, node: Node) -> Plan:
     return _optional_chain(root, quals, flags)
 
 
+def _constant_root(value: object) -> Plan:
+    return lambda frame: value
+
+
 def _strict_chain(root: Plan, quals: tuple[Qualify, ...]) -> Plan:
     if len(quals) == 1:
         (only,) = quals
@@ -156,7 +160,7 @@ def _strict_chain(root: Plan, quals: tuple[Qualify, ...]) -> Plan:
         def one(frame: Frame) -> object:
             container = root(frame)
             if isinstance(container, Optional):
-                return _optional_chain(lambda f: container, quals, (False,))(frame)
+                return _optional_chain(_constant_root(container), quals, (False,))(frame)
             return only(frame, container, False)[1]
 
         return one
@@ -165,7 +169,7 @@ def _strict_chain(root: Plan, quals: tuple[Qualify, ...]) -> Plan:
         value = root(frame)
         for i, qualify in enumerate(quals):
             if isinstance(value, Optional):
-                return _optional_chain(lambda f, v=value: v, quals[i:], (False,) * (len(quals) - i))(frame)
+                return _optional_chain(_constant_root(value), quals[i:], (False,) * (len(quals) - i))(frame)
             value = qualify(frame, value, False)[1]
         return value
 

@@ -8,8 +8,21 @@ A call with several candidate overloads costs the union of their ranges.
 from __future__ import annotations
 
 from phalanx.api.cel import nodes
-from phalanx.api.cel.cost import (MAX, UNKNOWN, AstNode, CallEstimate, Coster, Estimate, _Entry, _union_entry, add,
-                                  factor, mul, scale, union)  # fmt: skip
+from phalanx.api.cel.cost import (
+    MAX,
+    UNKNOWN,
+    AstNode,
+    CallEstimate,
+    Coster,
+    Estimate,
+    _Entry,
+    _union_entry,
+    add,
+    factor,
+    mul,
+    scale,
+    union,
+)
 from phalanx.api.cel.types import Kind
 
 __all__ = ["cost_call", "kubernetes_estimate"]
@@ -80,8 +93,9 @@ def _sort(c: Coster, node: AstNode, overload_id: str) -> CallEstimate:
     return _list_call(cost_factor, mul(size, size))
 
 
-def kubernetes_estimate(c: Coster, function: str, overload_id: str, target: AstNode | None,
-                        args: list[AstNode]) -> CallEstimate | None:  # fmt: skip
+def kubernetes_estimate(
+    c: Coster, function: str, overload_id: str, target: AstNode | None, args: list[AstNode]
+) -> CallEstimate | None:
     """Kubernetes' ``library.CostEstimator.EstimateCallCost`` (the parts reachable outside admission control)."""
     unit = CallEstimate((1, 1))
     if function in ("isSorted", "sum", "max", "min", "indexOf", "lastIndexOf") and target is not None:
@@ -129,10 +143,35 @@ def kubernetes_estimate(c: Coster, function: str, overload_id: str, target: AstN
     return None
 
 
-_UNIT = {"format.named", "sign", "asInteger", "isInteger", "asApproximateFloat", "isGreaterThan", "isLessThan",
-         "compareTo", "add", "sub", "major", "minor", "patch", "getScheme", "getHostname", "getHost", "getPort",
-         "getEscapedPath", "getQuery", "masked", "prefixLength", "family", "isUnspecified", "isLoopback",
-         "isLinkLocalMulticast", "isLinkLocalUnicast", "isGlobalUnicast"}  # fmt: skip
+_UNIT = {
+    "format.named",
+    "sign",
+    "asInteger",
+    "isInteger",
+    "asApproximateFloat",
+    "isGreaterThan",
+    "isLessThan",
+    "compareTo",
+    "add",
+    "sub",
+    "major",
+    "minor",
+    "patch",
+    "getScheme",
+    "getHostname",
+    "getHost",
+    "getPort",
+    "getEscapedPath",
+    "getQuery",
+    "masked",
+    "prefixLength",
+    "family",
+    "isUnspecified",
+    "isLoopback",
+    "isLinkLocalMulticast",
+    "isLinkLocalUnicast",
+    "isGlobalUnicast",
+}
 
 
 def _is_int_literal(node: AstNode) -> bool:
@@ -199,8 +238,14 @@ def _join(c: Coster, target: AstNode, args: list[AstNode]) -> CallEstimate:
     return CallEstimate(scale(size, _S), size)
 
 
-def _defaults(c: Coster, call: nodes.Call, overload_id: str, target: AstNode | None, args: list[AstNode],
-              arg_costs: list[Estimate]) -> CallEstimate:  # fmt: skip
+def _defaults(
+    c: Coster,
+    call: nodes.Call,
+    overload_id: str,
+    target: AstNode | None,
+    args: list[AstNode],
+    arg_costs: list[Estimate],
+) -> CallEstimate:
     """cel-go's built-in rules; everything else costs 1 plus its arguments."""
     total: Estimate = (0, 0)
     for a in arg_costs:
@@ -209,8 +254,11 @@ def _defaults(c: Coster, call: nodes.Call, overload_id: str, target: AstNode | N
         return CallEstimate(add(scale(c.size_or_unknown(target), _S), total))
     if overload_id in ("string_to_bytes", "bytes_to_string", "strings_quote") and len(args) == 1:
         size = c.size_or_unknown(args[0])
-        result = {"string_to_bytes": (size[0], min(size[1] * 4, MAX)), "bytes_to_string": (size[0] // 4, size[1]),
-                  "strings_quote": (size[0] + 2, min(size[1] * 2 + 2, MAX))}[overload_id]  # fmt: skip
+        result = {
+            "string_to_bytes": (size[0], min(size[1] * 4, MAX)),
+            "bytes_to_string": (size[0] // 4, size[1]),
+            "strings_quote": (size[0] + 2, min(size[1] * 2 + 2, MAX)),
+        }[overload_id]
         return CallEstimate(add(scale(size, _S), total), result)
     if overload_id in ("starts_with_string", "ends_with_string") and len(args) == 1:
         return CallEstimate(add(scale(c.size_or_unknown(args[0]), _S), total))
@@ -220,8 +268,9 @@ def _defaults(c: Coster, call: nodes.Call, overload_id: str, target: AstNode | N
         text = scale(add(c.size_or_unknown(target), (1, 1)), _S)
         return CallEstimate(add(mul(text, scale(c.size_or_unknown(args[0]), _R)), total))
     if overload_id == "contains_string" and target is not None and len(args) == 1:
-        return CallEstimate(add(mul(scale(c.size_or_unknown(target), _S), scale(c.size_or_unknown(args[0]), _S)),
-                                total))  # fmt: skip
+        return CallEstimate(
+            add(mul(scale(c.size_or_unknown(target), _S), scale(c.size_or_unknown(args[0]), _S)), total)
+        )
     if overload_id in ("logical_or", "logical_and"):
         lhs, rhs = arg_costs
         return CallEstimate((lhs[0], add(lhs, rhs)[1]))
@@ -229,8 +278,9 @@ def _defaults(c: Coster, call: nodes.Call, overload_id: str, target: AstNode | N
         return _conditional(c, call, args, arg_costs)
     if overload_id in ("add_string", "add_bytes", "add_list") and len(args) == 2:
         return _concatenation(c, call, overload_id, args, total)
-    if overload_id in ("equals", "not_equals") or (overload_id.startswith(("less_", "greater_"))
-                                                   and overload_id.rsplit("_", 1)[-1] in ("string", "bytes")):  # fmt: skip
+    if overload_id in ("equals", "not_equals") or (
+        overload_id.startswith(("less_", "greater_")) and overload_id.rsplit("_", 1)[-1] in ("string", "bytes")
+    ):
         lhs, rhs = c.size_or_unknown(args[0]), c.size_or_unknown(args[1])
         smallest = min(lhs[1], rhs[1])
         return CallEstimate(add(scale((1 if smallest > 0 else 0, smallest), _S), total))
@@ -245,8 +295,7 @@ def _conditional(c: Coster, call: nodes.Call, args: list[AstNode], arg_costs: li
     return CallEstimate(add(condition, union(then, otherwise)), size)
 
 
-def _concatenation(c: Coster, call: nodes.Call, overload_id: str, args: list[AstNode], total: Estimate
-                   ) -> CallEstimate:  # fmt: skip
+def _concatenation(c: Coster, call: nodes.Call, overload_id: str, args: list[AstNode], total: Estimate) -> CallEstimate:
     result = add(c.size_or_unknown(args[0]), c.size_or_unknown(args[1]))
     assert args[0].expr is not None and args[1].expr is not None
     entry = _union_entry(c.entry(args[0].expr), c.entry(args[1].expr))
@@ -256,8 +305,15 @@ def _concatenation(c: Coster, call: nodes.Call, overload_id: str, args: list[Ast
     return CallEstimate(add(scale(result, _S), total), result)
 
 
-def _function_cost(c: Coster, call: nodes.Call, function: str, overload_id: str, target: AstNode | None,
-                   args: list[AstNode], arg_costs: list[Estimate]) -> CallEstimate:  # fmt: skip
+def _function_cost(
+    c: Coster,
+    call: nodes.Call,
+    function: str,
+    overload_id: str,
+    target: AstNode | None,
+    args: list[AstNode],
+    arg_costs: list[Estimate],
+) -> CallEstimate:
     total: Estimate = (0, 0)
     for a in arg_costs:
         total = add(total, a)

@@ -210,8 +210,9 @@ class _Checker:
         self.set_type(node, found[1])
         self.checked.overloads[node] = found[0]
 
-    def resolve_overload(self, node: nodes.Call, fn: Function, target: Node | None
-                         ) -> tuple[tuple[Overload, ...], CelType] | None:  # fmt: skip
+    def resolve_overload(
+        self, node: nodes.Call, fn: Function, target: Node | None
+    ) -> tuple[tuple[Overload, ...], CelType] | None:
         operands = ((target,) if target is not None else ()) + node.args
         arg_types = [self.type_of(a) for a in operands]
         if fn.name in ("_&&_", "_||_"):
@@ -239,8 +240,9 @@ class _Checker:
             return None
         return tuple(matched), result
 
-    def resolve_logical(self, node: nodes.Call, fn: Function, arg_types: list[CelType]
-                        ) -> tuple[tuple[Overload, ...], CelType] | None:  # fmt: skip
+    def resolve_logical(
+        self, node: nodes.Call, fn: Function, arg_types: list[CelType]
+    ) -> tuple[tuple[Overload, ...], CelType] | None:
         ok = True
         for arg, arg_type in zip(node.args, arg_types, strict=True):
             if not self.assignable(arg_type, t.BOOL):
@@ -267,8 +269,9 @@ class _Checker:
             if found.is_optional():
                 return found.params[0]
             if not found.is_dyn():
-                self.error(node, f"expected type '{format_type(t.optional_of(found))}' but found "
-                                 f"'{format_type(found)}'")  # fmt: skip
+                self.error(
+                    node, f"expected type '{format_type(t.optional_of(found))}' but found '{format_type(found)}'"
+                )
         return found
 
     def check_list(self, node: nodes.CreateList) -> None:
@@ -317,8 +320,11 @@ class _Checker:
         if range_type.kind in (Kind.DYN, Kind.ERROR, Kind.TYPE_PARAM):
             self.assignable(t.DYN, range_type)
             return t.DYN, t.DYN
-        self.error(node.iter_range, f"expression of type '{format_type(range_type)}' cannot be range of a "
-                                    f"comprehension (must be list, map, or dynamic)")  # fmt: skip
+        self.error(
+            node.iter_range,
+            f"expression of type '{format_type(range_type)}' cannot be range of a "
+            f"comprehension (must be list, map, or dynamic)",
+        )
         return t.ERROR, t.ERROR
 
     def assert_type(self, node: Node, expected: CelType) -> None:
@@ -327,8 +333,14 @@ class _Checker:
             self.error(node, f"expected type '{format_type(expected)}' but found '{format_type(found)}'")
 
 
-_LITERALS: Mapping[type, CelType] = {bool: t.BOOL, bytes: t.BYTES, float: t.DOUBLE, int: t.INT, type(None): t.NULL,
-                                     str: t.STRING}  # fmt: skip
+_LITERALS: Mapping[type, CelType] = {
+    bool: t.BOOL,
+    bytes: t.BYTES,
+    float: t.DOUBLE,
+    int: t.INT,
+    type(None): t.NULL,
+    str: t.STRING,
+}
 
 
 def _literal_type(value: object) -> CelType:

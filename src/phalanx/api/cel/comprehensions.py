@@ -21,11 +21,21 @@ if TYPE_CHECKING:
 __all__ = ["go_type_name", "plan_fold"]
 
 _MISSING = object()
-_GO_TYPES = {"bool": "types.Bool", "int": "types.Int", "uint": "types.Uint", "double": "types.Double",
-             "string": "types.String", "bytes": "types.Bytes", "null_type": "types.Null",
-             "kubernetes.Semver": "cel.Semver", "kubernetes.Quantity": "cel.Quantity",
-             "google.protobuf.Timestamp": "types.Timestamp", "google.protobuf.Duration": "types.Duration",
-             "optional_type": "*types.Optional", "type": "*types.Type"}  # fmt: skip
+_GO_TYPES = {
+    "bool": "types.Bool",
+    "int": "types.Int",
+    "uint": "types.Uint",
+    "double": "types.Double",
+    "string": "types.String",
+    "bytes": "types.Bytes",
+    "null_type": "types.Null",
+    "kubernetes.Semver": "cel.Semver",
+    "kubernetes.Quantity": "cel.Quantity",
+    "google.protobuf.Timestamp": "types.Timestamp",
+    "google.protobuf.Duration": "types.Duration",
+    "optional_type": "*types.Optional",
+    "type": "*types.Type",
+}
 
 
 def go_type_name(value: object) -> str:
@@ -81,8 +91,9 @@ def plan_fold(planner: Planner, node: Fold) -> Plan:
     return fold
 
 
-def _loop(frame: Frame, items: Iterator[tuple[object, ...]], names: tuple[str, ...], accu: str, condition: Plan,
-          step: Plan) -> None:  # fmt: skip
+def _loop(
+    frame: Frame, items: Iterator[tuple[object, ...]], names: tuple[str, ...], accu: str, condition: Plan, step: Plan
+) -> None:
     variables = frame.variables
     for item in items:
         for name, value in zip(names, item, strict=True):

@@ -74,8 +74,13 @@ def _attribute_value(name: str, attribute: DeviceAttribute, lists: bool | None) 
     raise CelError(f"attribute {name}: unsupported attribute value")
 
 
-def device_view(driver: str, attributes: Mapping[str, DeviceAttribute], capacity: Mapping[str, DeviceCapacity],
-                allow_multiple_allocations: bool, list_attributes: bool | None = None) -> DeviceView:  # fmt: skip
+def device_view(
+    driver: str,
+    attributes: Mapping[str, DeviceAttribute],
+    capacity: Mapping[str, DeviceCapacity],
+    allow_multiple_allocations: bool,
+    list_attributes: bool | None = None,
+) -> DeviceView:
     """Group qualified names by domain as Kubernetes does. Raises CelError for a capacity that is not a quantity;
     an attribute that cannot be converted is kept as the view's ``error``. ``list_attributes`` is the
     DRAListTypeAttributes gate: False makes a list attribute an "unsupported attribute value" as in kube-scheduler;

@@ -13,7 +13,7 @@ from functools import cache
 
 from phalanx.api.cel import types as t
 from phalanx.api.cel.call_cost import kubernetes_estimate, size_estimate
-from phalanx.api.cel.cost import AstNode, CallEstimate, Coster, Estimate, scale
+from phalanx.api.cel.cost import AstNode, CallEstimate, Coster, Estimate, SizeEstimator, scale
 from phalanx.api.cel.environment import Environment, kubernetes_environment
 from phalanx.api.cel.lib_kubernetes import QUANTITY, includes
 
@@ -37,7 +37,7 @@ def _attribute_size(features: Features) -> int:
     return max(MAX_VALUE, MAX_LIST_VALUES) if features.list_type_attributes else MAX_VALUE
 
 
-def _device_sizes(features: Features) -> object:
+def _device_sizes(features: Features) -> SizeEstimator:
     """DRA's sizeEstimator: walks the declared ``device`` type along a node's field path."""
     attribute = _attribute_size(features)
     # (max elements, key node, element node, fields); nodes are tuples of the same shape.
@@ -46,9 +46,17 @@ def _device_sizes(features: Features) -> object:
     domain, ident = (MAX_DOMAIN, None, None, None), (MAX_ID, None, None, None)
     inner_attrs = (MAX_ENTRIES, ident, leaf_attr, None)
     inner_caps = (MAX_ENTRIES, ident, leaf_quantity, None)
-    device = (0, None, None, {"driver": (MAX_DRIVER, None, None, None), "allowMultipleAllocations": (1, None, None, None),
-                              "attributes": (MAX_ENTRIES, domain, inner_attrs, None),
-                              "capacity": (MAX_ENTRIES, domain, inner_caps, None)})  # fmt: skip
+    device = (
+        0,
+        None,
+        None,
+        {
+            "driver": (MAX_DRIVER, None, None, None),
+            "allowMultipleAllocations": (1, None, None, None),
+            "attributes": (MAX_ENTRIES, domain, inner_attrs, None),
+            "capacity": (MAX_ENTRIES, domain, inner_caps, None),
+        },
+    )
 
     def sizes(node: AstNode) -> Estimate | None:
         if not node.path or node.path[0] != "device":
@@ -72,8 +80,9 @@ def _device_sizes(features: Features) -> object:
     return sizes
 
 
-def _calls(c: Coster, function: str, overload_id: str, target: AstNode | None, args: list[AstNode]
-           ) -> CallEstimate | None:  # fmt: skip
+def _calls(
+    c: Coster, function: str, overload_id: str, target: AstNode | None, args: list[AstNode]
+) -> CallEstimate | None:
     if function == "includes" and overload_id == "dra_includes_dyn_dyn" and target is not None:
         return CallEstimate((0, MAX_LIST_VALUES))
     return kubernetes_estimate(c, function, overload_id, target, args)
@@ -84,13 +93,17 @@ def dra_environment(features: Features, stored: bool) -> Environment:
     """The environment kube-apiserver validates with (``stored=False``: NewExpressions, honouring the feature gates)
     or kube-scheduler evaluates with (``stored=True``: StoredExpressions, everything this version knows)."""
     value = t.DYN if features.list_type_attributes else t.ANY
-    fields = {"driver": t.STRING, "attributes": t.map_of(t.STRING, t.map_of(t.STRING, value)),
-              "capacity": t.map_of(t.STRING, t.map_of(t.STRING, QUANTITY))}  # fmt: skip
+    fields = {
+        "driver": t.STRING,
+        "attributes": t.map_of(t.STRING, t.map_of(t.STRING, value)),
+        "capacity": t.map_of(t.STRING, t.map_of(t.STRING, QUANTITY)),
+    }
     if features.consumable_capacity or stored:
         fields["allowMultipleAllocations"] = t.BOOL
     extra = [includes()] if features.list_type_attributes or stored else []
-    return kubernetes_environment({"device": DEVICE_TYPE}, extra, fields={DEVICE_TYPE.name: fields},
-                                  sizes=_device_sizes(features), calls=_calls)  # type: ignore[arg-type]
+    return kubernetes_environment(
+        {"device": DEVICE_TYPE}, extra, fields={DEVICE_TYPE.name: fields}, sizes=_device_sizes(features), calls=_calls
+    )
 
 
 __all__ += ["scale", "size_estimate"]

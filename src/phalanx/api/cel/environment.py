@@ -31,27 +31,40 @@ from phalanx.api.cel.validators import validate
 __all__ = ["Environment", "Program", "base_functions", "kubernetes_environment"]
 
 TYPE_NAMES: Mapping[str, CelType] = {
-    "int": t.INT, "uint": t.UINT, "double": t.DOUBLE, "bool": t.BOOL, "string": t.STRING, "bytes": t.BYTES,
-    "list": t.list_of(t.DYN), "map": t.map_of(t.DYN, t.DYN), "null_type": t.NULL, "type": t.TYPE,
-    "optional_type": t.opaque("optional_type"), "google.protobuf.Timestamp": t.TIMESTAMP,
-    "google.protobuf.Duration": t.DURATION, "net.IP": lib_kubernetes.IP_TYPE, "net.CIDR": lib_kubernetes.CIDR_TYPE,
-}  # fmt: skip
+    "int": t.INT,
+    "uint": t.UINT,
+    "double": t.DOUBLE,
+    "bool": t.BOOL,
+    "string": t.STRING,
+    "bytes": t.BYTES,
+    "list": t.list_of(t.DYN),
+    "map": t.map_of(t.DYN, t.DYN),
+    "null_type": t.NULL,
+    "type": t.TYPE,
+    "optional_type": t.opaque("optional_type"),
+    "google.protobuf.Timestamp": t.TIMESTAMP,
+    "google.protobuf.Duration": t.DURATION,
+    "net.IP": lib_kubernetes.IP_TYPE,
+    "net.CIDR": lib_kubernetes.CIDR_TYPE,
+}
 CallEstimator = Callable[[Coster, str, str, AstNode | None, list[AstNode]], CallEstimate | None]
 
 
 @cache
 def base_functions() -> tuple[Function, ...]:
     """Every function of Kubernetes' base CEL environment (v1.36), built once."""
-    return tuple(chain(lib_core.functions(), lib_strings.functions(), lib_lists.functions(),
-                       lib_kubernetes.functions()))  # fmt: skip
+    return tuple(
+        chain(lib_core.functions(), lib_strings.functions(), lib_lists.functions(), lib_kubernetes.functions())
+    )
 
 
 def _no_sizes(node: AstNode) -> Estimate | None:
     return None
 
 
-def _kubernetes_calls(c: Coster, function: str, overload_id: str, target: AstNode | None, args: list[AstNode]
-                      ) -> CallEstimate | None:  # fmt: skip
+def _kubernetes_calls(
+    c: Coster, function: str, overload_id: str, target: AstNode | None, args: list[AstNode]
+) -> CallEstimate | None:
     return kubernetes_estimate(c, function, overload_id, target, args)
 
 
@@ -115,10 +128,16 @@ class Program:
         return estimate(self.root, self.checked, env.sizes, env.calls)
 
 
-def kubernetes_environment(variables: Mapping[str, CelType], extra: Iterable[Function] = (), *,
-                           fields: Mapping[str, Mapping[str, CelType]] | None = None, optimize: bool = True,
-                           validators: bool = True, sizes: SizeEstimator = _no_sizes,
-                           calls: CallEstimator = _kubernetes_calls) -> Environment:  # fmt: skip
+def kubernetes_environment(
+    variables: Mapping[str, CelType],
+    extra: Iterable[Function] = (),
+    *,
+    fields: Mapping[str, Mapping[str, CelType]] | None = None,
+    optimize: bool = True,
+    validators: bool = True,
+    sizes: SizeEstimator = _no_sizes,
+    calls: CallEstimator = _kubernetes_calls,
+) -> Environment:
     """Kubernetes' base environment with ``variables`` declared (and ``extra`` functions, object ``fields``)."""
     functions = merge_functions(chain(base_functions(), extra))
     declarations = Declarations(dict(variables), functions, TYPE_NAMES, fields or {})

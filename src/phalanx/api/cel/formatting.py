@@ -29,8 +29,11 @@ def _to_s(value: object, nested: bool = False) -> str:
     if isinstance(value, bytes):
         return f'b"{value.decode(errors="replace")}"' if nested else value.decode(errors="replace")
     if isinstance(value, float):
-        return (f"{value:f}" if nested and math.isfinite(value) else
-                (f'"{double_to_string(value)}"' if nested else double_to_string(value)))  # fmt: skip
+        return (
+            f"{value:f}"
+            if nested and math.isfinite(value)
+            else (f'"{double_to_string(value)}"' if nested else double_to_string(value))
+        )
     if isinstance(value, int):
         return str(int(value))
     if value is None:
@@ -55,7 +58,7 @@ def _scientific(value: float, digits: int) -> str:
     if math.isnan(value):
         return "   NaN"
     if math.isinf(value):
-        return ("    -∞" if value < 0 else "     ∞")
+        return "    -∞" if value < 0 else "     ∞"
     mantissa, exponent = f"{value:.{digits}e}".split("e")
     sign = "-" if exponent.startswith("-") else ""
     return f"{mantissa}×10{(sign + exponent.lstrip('+-').zfill(2)).translate(_SUPERSCRIPT)}"
@@ -89,8 +92,10 @@ def _clause(verb: str, precision: str | None, value: object) -> str:
         elif isinstance(value, str | bytes):
             text = (value.encode() if isinstance(value, str) else value).hex()
         else:
-            raise CelError("error during formatting: only integers, byte buffers, and strings can be formatted as "
-                           f"hex, was given {given}")  # fmt: skip
+            raise CelError(
+                "error during formatting: only integers, byte buffers, and strings can be formatted as "
+                f"hex, was given {given}"
+            )
         return text.upper() if verb == "X" else text
     if verb == "o":
         if type(value) not in (int, UInt):
@@ -100,8 +105,9 @@ def _clause(verb: str, precision: str | None, value: object) -> str:
         if isinstance(value, bool):
             return "1" if value else "0"
         if type(value) not in (int, UInt):
-            raise CelError(f"error during formatting: only integers and bools can be formatted as binary, was given "
-                           f"{given}")  # fmt: skip
+            raise CelError(
+                f"error during formatting: only integers and bools can be formatted as binary, was given {given}"
+            )
         return format(value, "b")
     raise CelError(f'could not parse formatting clause: unrecognized formatting clause "{verb}"')
 

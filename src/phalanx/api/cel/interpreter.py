@@ -83,8 +83,12 @@ class Planner:
     # --- calls -------------------------------------------------------------------------------------------------
 
     def plan_call(self, node: nodes.Call) -> Plan:
-        special = {"_&&_": plan_and, "_||_": plan_or, "_?_:_": plan_conditional,
-                   "@not_strictly_false": plan_not_strictly_false}  # fmt: skip
+        special = {
+            "_&&_": plan_and,
+            "_||_": plan_or,
+            "_?_:_": plan_conditional,
+            "@not_strictly_false": plan_not_strictly_false,
+        }
         if node.function in special and node.target is None:
             return special[node.function](self, node)
         if node.target is None and node.function in ("_[_]", "_[?_]", "_?._"):
@@ -172,8 +176,9 @@ def _fold(plan: Plan) -> Plan:
 
 def _set_membership(element: Plan, items: object) -> Plan | None:
     """``x in [constants]`` as cel-go's optimizer makes it: a lookup costing nothing."""
-    if not isinstance(items, list) or not all(type(i) in (int, float, str, bool) or type(i).__name__ == "UInt"
-                                              for i in items):  # fmt: skip
+    if not isinstance(items, list) or not all(
+        type(i) in (int, float, str, bool) or type(i).__name__ == "UInt" for i in items
+    ):
         return None
 
     def membership(frame: Frame) -> object:

@@ -64,8 +64,9 @@ def fn(name: str, *overloads: Overload) -> Function:
     return Function(name, overloads)
 
 
-def o(oid: str, params: Sequence[CelType], result: CelType, impl: object = None, member: bool = False,
-      guard: bool = True) -> Overload:  # fmt: skip
+def o(
+    oid: str, params: Sequence[CelType], result: CelType, impl: object = None, member: bool = False, guard: bool = True
+) -> Overload:
     return Overload(oid, tuple(params), result, impl, member, guard)  # type: ignore[arg-type]
 
 
@@ -73,35 +74,64 @@ def _arithmetic() -> Iterator[Function]:
     from phalanx.api.cel import lib_time
 
     i, u, d = t.INT, t.UINT, t.DOUBLE
-    yield fn("_+_", o("add_bytes", (t.BYTES, t.BYTES), t.BYTES, lambda a, b: a + b),
-             o("add_double", (d, d), d, lambda a, b: a + b),
-             *lib_time.add_overloads(),
-             o("add_int64", (i, i), i, lambda a, b: checked_int(a + b)),
-             o("add_list", (LIST_A, LIST_A), LIST_A, lambda a, b: [*a, *b]),
-             o("add_string", (t.STRING, t.STRING), t.STRING, lambda a, b: a + b),
-             o("add_uint64", (u, u), u, lambda a, b: checked_uint(a + b)))  # fmt: skip
-    yield fn("_/_", o("divide_double", (d, d), d, _float_divide),
-             o("divide_int64", (i, i), i, lambda a, b: checked_int(_divide(a, b))),
-             o("divide_uint64", (u, u), u, lambda a, b: UInt(_divide(a, b))))  # fmt: skip
-    yield fn("_%_", o("modulo_int64", (i, i), i, _modulo), o("modulo_uint64", (u, u), u, lambda a, b: UInt(_modulo(a, b))))
-    yield fn("_*_", o("multiply_double", (d, d), d, lambda a, b: a * b),
-             o("multiply_int64", (i, i), i, lambda a, b: checked_int(a * b)),
-             o("multiply_uint64", (u, u), u, lambda a, b: checked_uint(a * b)))  # fmt: skip
+    yield fn(
+        "_+_",
+        o("add_bytes", (t.BYTES, t.BYTES), t.BYTES, lambda a, b: a + b),
+        o("add_double", (d, d), d, lambda a, b: a + b),
+        *lib_time.add_overloads(),
+        o("add_int64", (i, i), i, lambda a, b: checked_int(a + b)),
+        o("add_list", (LIST_A, LIST_A), LIST_A, lambda a, b: [*a, *b]),
+        o("add_string", (t.STRING, t.STRING), t.STRING, lambda a, b: a + b),
+        o("add_uint64", (u, u), u, lambda a, b: checked_uint(a + b)),
+    )
+    yield fn(
+        "_/_",
+        o("divide_double", (d, d), d, _float_divide),
+        o("divide_int64", (i, i), i, lambda a, b: checked_int(_divide(a, b))),
+        o("divide_uint64", (u, u), u, lambda a, b: UInt(_divide(a, b))),
+    )
+    yield fn(
+        "_%_", o("modulo_int64", (i, i), i, _modulo), o("modulo_uint64", (u, u), u, lambda a, b: UInt(_modulo(a, b)))
+    )
+    yield fn(
+        "_*_",
+        o("multiply_double", (d, d), d, lambda a, b: a * b),
+        o("multiply_int64", (i, i), i, lambda a, b: checked_int(a * b)),
+        o("multiply_uint64", (u, u), u, lambda a, b: checked_uint(a * b)),
+    )
     yield fn("-_", o("negate_double", (d,), d, lambda a: -a), o("negate_int64", (i,), i, lambda a: checked_int(-a)))
-    yield fn("_-_", o("subtract_double", (d, d), d, lambda a, b: a - b),
-             *lib_time.subtract_overloads(),
-             o("subtract_int64", (i, i), i, lambda a, b: checked_int(a - b)),
-             o("subtract_uint64", (u, u), u, lambda a, b: checked_uint(a - b)))  # fmt: skip
+    yield fn(
+        "_-_",
+        o("subtract_double", (d, d), d, lambda a, b: a - b),
+        *lib_time.subtract_overloads(),
+        o("subtract_int64", (i, i), i, lambda a, b: checked_int(a - b)),
+        o("subtract_uint64", (u, u), u, lambda a, b: checked_uint(a - b)),
+    )
     yield fn("!_", o("logical_not", (t.BOOL,), t.BOOL, lambda a: not a))
 
 
-_RELATIONS = {"_<_": ("less", lambda c: c < 0), "_<=_": ("less_equals", lambda c: c <= 0),
-              "_>_": ("greater", lambda c: c > 0), "_>=_": ("greater_equals", lambda c: c >= 0)}  # fmt: skip
-_ORDERED = [("bool", t.BOOL, t.BOOL), ("int64", t.INT, t.INT), ("int64_double", t.INT, t.DOUBLE),
-            ("int64_uint64", t.INT, t.UINT), ("uint64", t.UINT, t.UINT), ("uint64_double", t.UINT, t.DOUBLE),
-            ("uint64_int64", t.UINT, t.INT), ("double", t.DOUBLE, t.DOUBLE), ("double_int64", t.DOUBLE, t.INT),
-            ("double_uint64", t.DOUBLE, t.UINT), ("string", t.STRING, t.STRING), ("bytes", t.BYTES, t.BYTES),
-            ("timestamp", t.TIMESTAMP, t.TIMESTAMP), ("duration", t.DURATION, t.DURATION)]  # fmt: skip
+_RELATIONS = {
+    "_<_": ("less", lambda c: c < 0),
+    "_<=_": ("less_equals", lambda c: c <= 0),
+    "_>_": ("greater", lambda c: c > 0),
+    "_>=_": ("greater_equals", lambda c: c >= 0),
+}
+_ORDERED = [
+    ("bool", t.BOOL, t.BOOL),
+    ("int64", t.INT, t.INT),
+    ("int64_double", t.INT, t.DOUBLE),
+    ("int64_uint64", t.INT, t.UINT),
+    ("uint64", t.UINT, t.UINT),
+    ("uint64_double", t.UINT, t.DOUBLE),
+    ("uint64_int64", t.UINT, t.INT),
+    ("double", t.DOUBLE, t.DOUBLE),
+    ("double_int64", t.DOUBLE, t.INT),
+    ("double_uint64", t.DOUBLE, t.UINT),
+    ("string", t.STRING, t.STRING),
+    ("bytes", t.BYTES, t.BYTES),
+    ("timestamp", t.TIMESTAMP, t.TIMESTAMP),
+    ("duration", t.DURATION, t.DURATION),
+]
 
 
 def _relation(test: object) -> object:
@@ -134,20 +164,30 @@ def _size(value: object) -> int:
 
 def _collections() -> Iterator[Function]:
     yield fn("@in", o("in_list", (A, LIST_A), t.BOOL, _contains), o("in_map", (A, MAP_AB), t.BOOL, _contains))
-    yield fn("size",
-             o("size_bytes", (t.BYTES,), t.INT, _size), o("bytes_size", (t.BYTES,), t.INT, _size, True),
-             o("size_list", (LIST_A,), t.INT, _size), o("list_size", (LIST_A,), t.INT, _size, True),
-             o("size_map", (MAP_AB,), t.INT, _size), o("map_size", (MAP_AB,), t.INT, _size, True),
-             o("size_string", (t.STRING,), t.INT, _size), o("string_size", (t.STRING,), t.INT, _size, True))  # fmt: skip
+    yield fn(
+        "size",
+        o("size_bytes", (t.BYTES,), t.INT, _size),
+        o("bytes_size", (t.BYTES,), t.INT, _size, True),
+        o("size_list", (LIST_A,), t.INT, _size),
+        o("list_size", (LIST_A,), t.INT, _size, True),
+        o("size_map", (MAP_AB,), t.INT, _size),
+        o("map_size", (MAP_AB,), t.INT, _size, True),
+        o("size_string", (t.STRING,), t.INT, _size),
+        o("string_size", (t.STRING,), t.INT, _size, True),
+    )
     yield fn("_==_", o("equals", (A, A), t.BOOL))
     yield fn("_!=_", o("not_equals", (A, A), t.BOOL))
     yield fn("_&&_", o("logical_and", (t.BOOL, t.BOOL), t.BOOL))
     yield fn("_||_", o("logical_or", (t.BOOL, t.BOOL), t.BOOL))
     yield fn("_?_:_", o("conditional", (t.BOOL, A, A), A))
     yield fn("@not_strictly_false", o("not_strictly_false", (t.BOOL,), t.BOOL))
-    yield fn("_[_]", o("index_list", (LIST_A, t.INT), A), o("index_map", (MAP_AB, A), B),
-             o("optional_list_index_int", (t.optional_of(LIST_A), t.INT), t.optional_of(A)),
-             o("optional_map_index_value", (t.optional_of(MAP_AB), A), t.optional_of(B)))  # fmt: skip
+    yield fn(
+        "_[_]",
+        o("index_list", (LIST_A, t.INT), A),
+        o("index_map", (MAP_AB, A), B),
+        o("optional_list_index_int", (t.optional_of(LIST_A), t.INT), t.optional_of(A)),
+        o("optional_map_index_value", (t.optional_of(MAP_AB), A), t.optional_of(B)),
+    )
 
 
 def regex(pattern: str) -> object:
@@ -157,7 +197,7 @@ def regex(pattern: str) -> object:
 
 
 def _matches(text: str, pattern: str) -> bool:
-    return regex(pattern).search(text) is not None  # type: ignore[attr-defined, no-any-return]
+    return regex(pattern).search(text) is not None  # type: ignore[attr-defined]
 
 
 def _string_predicates() -> Iterator[Function]:
@@ -218,10 +258,13 @@ def _optionals() -> Iterator[Function]:
     yield fn("or", o("optional_or_optional", (ov, ov), ov, lambda a, b: a if a.present else b, True))
     yield fn("orValue", o("optional_orValue_value", (ov, v), v, lambda a, b: a.value if a.present else b, True))
     yield fn("_?._", o("select_optional_field", (t.DYN, t.STRING), ov))
-    yield fn("_[?_]", o("list_optindex_optional_int", (lv, t.INT), ov),
-             o("optional_list_optindex_optional_int", (t.optional_of(lv), t.INT), ov),
-             o("map_optindex_optional_value", (t.map_of(k, v), k), ov),
-             o("optional_map_optindex_optional_value", (t.optional_of(t.map_of(k, v)), k), ov))  # fmt: skip
+    yield fn(
+        "_[?_]",
+        o("list_optindex_optional_int", (lv, t.INT), ov),
+        o("optional_list_optindex_optional_int", (t.optional_of(lv), t.INT), ov),
+        o("map_optindex_optional_value", (t.map_of(k, v), k), ov),
+        o("optional_map_optindex_optional_value", (t.optional_of(t.map_of(k, v)), k), ov),
+    )
     yield fn("last", o("list_last", (lv,), ov, lambda x: _first(x, True), True))
     yield fn("first", o("list_first", (lv,), ov, lambda x: _first(x, False), True))
     yield fn("optional.unwrap", o("optional_unwrap", (t.list_of(ov),), lv, _unwrap))

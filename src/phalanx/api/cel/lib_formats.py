@@ -24,21 +24,31 @@ _SUBDOMAIN = _LABEL + r"(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
 _DNS1035 = "[a-z]([-a-z0-9]*[a-z0-9])?"
 _QUALIFIED = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
 _LABEL_VALUE = "(" + _QUALIFIED + ")?"
-_LABEL_MSG = ("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start "
-              "and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is "
-              f"'{_LABEL}')")  # fmt: skip
-_SUBDOMAIN_MSG = ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and "
-                  "must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation "
-                  f"is '{_SUBDOMAIN}')")  # fmt: skip
-_DNS1035_MSG = ("a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic "
-                "character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for "
-                f"validation is '{_DNS1035}')")  # fmt: skip
-_NAME_MSG = ("name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
-             f"alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
-             f"'{_QUALIFIED}')")  # fmt: skip
-_LABEL_VALUE_MSG = ("a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', "
-                    "and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or "
-                    f"'12345', regex used for validation is '{_LABEL_VALUE}')")  # fmt: skip
+_LABEL_MSG = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start "
+    "and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is "
+    f"'{_LABEL}')"
+)
+_SUBDOMAIN_MSG = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and "
+    "must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation "
+    f"is '{_SUBDOMAIN}')"
+)
+_DNS1035_MSG = (
+    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic "
+    "character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for "
+    f"validation is '{_DNS1035}')"
+)
+_NAME_MSG = (
+    "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+    f"alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
+    f"'{_QUALIFIED}')"
+)
+_LABEL_VALUE_MSG = (
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', "
+    "and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or "
+    f"'12345', regex used for validation is '{_LABEL_VALUE}')"
+)
 _UUID = re.compile(r"^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$")
 
 
@@ -69,10 +79,12 @@ def _prefix(check: Callable[[str], list[str]]) -> Callable[[str], list[str]]:
 def _qualified(text: str) -> list[str]:
     parts = text.split("/")
     if len(parts) > 2:
-        return [f"a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
-                f"with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
-                f"validation is '{_QUALIFIED}') with an optional DNS subdomain prefix and '/' (e.g. "
-                "'example.com/MyName')"]  # fmt: skip
+        return [
+            f"a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
+            f"with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
+            f"validation is '{_QUALIFIED}') with an optional DNS subdomain prefix and '/' (e.g. "
+            "'example.com/MyName')"
+        ]
     errors: list[str] = []
     name = parts[-1]
     if len(parts) == 2:
@@ -158,7 +170,18 @@ def _validate(fmt: NamedFormat, text: str) -> Optional:
 def functions() -> Iterator[Function]:
     for name, fmt in FORMATS.items():
         yield Function(f"format.{name}", (Overload(f"format.{name}", (), FORMAT_TYPE, lambda f=fmt: f),))
-    yield Function("validate", (Overload("format-validate", (FORMAT_TYPE, t.STRING),
-                                         t.optional_of(t.list_of(t.STRING)), _validate, True),))  # fmt: skip
-    yield Function("format.named", (Overload("format-named", (t.STRING,), t.optional_of(FORMAT_TYPE),
-                                             lambda n: Optional(True, FORMATS[n]) if n in FORMATS else NONE),))  # fmt: skip
+    yield Function(
+        "validate",
+        (Overload("format-validate", (FORMAT_TYPE, t.STRING), t.optional_of(t.list_of(t.STRING)), _validate, True),),
+    )
+    yield Function(
+        "format.named",
+        (
+            Overload(
+                "format-named",
+                (t.STRING,),
+                t.optional_of(FORMAT_TYPE),
+                lambda n: Optional(True, FORMATS[n]) if n in FORMATS else NONE,
+            ),
+        ),
+    )

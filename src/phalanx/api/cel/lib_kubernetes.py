@@ -77,7 +77,10 @@ def _is_quantity(text: str) -> bool:
 
 
 def _operand(value: object) -> Fraction:
-    return value.value if isinstance(value, Quantity) else Fraction(value)  # type: ignore[arg-type]
+    if isinstance(value, Quantity):
+        return value.value
+    assert isinstance(value, int)
+    return Fraction(value)
 
 
 def _fits(q: Quantity) -> bool:
@@ -99,22 +102,28 @@ def _quantities() -> Iterator[Function]:
     yield Function("quantity", (Overload("string_to_quantity", (t.STRING,), q, _quantity),))
     yield Function("isQuantity", (Overload("is_quantity_string", (t.STRING,), t.BOOL, _is_quantity),))
     yield Function("sign", (Overload("quantity_sign", (q,), t.INT, lambda a: _sign(a.value)),))
-    yield Function("isGreaterThan", (Overload("quantity_is_greater_than", (q, q), t.BOOL,
-                                              lambda a, b: a.value > b.value, True),))  # fmt: skip
-    yield Function("isLessThan", (Overload("quantity_is_less_than", (q, q), t.BOOL,
-                                           lambda a, b: a.value < b.value, True),))  # fmt: skip
-    yield Function("compareTo", (Overload("quantity_compare_to", (q, q), t.INT,
-                                          lambda a, b: _sign(a.value - b.value), True),))  # fmt: skip
-    yield Function("asApproximateFloat", (Overload("quantity_get_float", (q,), t.DOUBLE,
-                                                   lambda a: float(a.value), True),))  # fmt: skip
+    yield Function(
+        "isGreaterThan", (Overload("quantity_is_greater_than", (q, q), t.BOOL, lambda a, b: a.value > b.value, True),)
+    )
+    yield Function(
+        "isLessThan", (Overload("quantity_is_less_than", (q, q), t.BOOL, lambda a, b: a.value < b.value, True),)
+    )
+    yield Function(
+        "compareTo", (Overload("quantity_compare_to", (q, q), t.INT, lambda a, b: _sign(a.value - b.value), True),)
+    )
+    yield Function(
+        "asApproximateFloat", (Overload("quantity_get_float", (q,), t.DOUBLE, lambda a: float(a.value), True),)
+    )
     yield Function("asInteger", (Overload("quantity_get_int", (q,), t.INT, _as_integer, True),))
     yield Function("isInteger", (Overload("quantity_is_integer", (q,), t.BOOL, _fits, True),))
     add = lambda a, b: Quantity(a.value + _operand(b))  # noqa: E731
     sub = lambda a, b: Quantity(a.value - _operand(b))  # noqa: E731
-    yield Function("add", (Overload("quantity_add", (q, q), q, add, True),
-                           Overload("quantity_add_int", (q, t.INT), q, add, True)))  # fmt: skip
-    yield Function("sub", (Overload("quantity_sub", (q, q), q, sub, True),
-                           Overload("quantity_sub_int", (q, t.INT), q, sub, True)))  # fmt: skip
+    yield Function(
+        "add", (Overload("quantity_add", (q, q), q, add, True), Overload("quantity_add_int", (q, t.INT), q, add, True))
+    )
+    yield Function(
+        "sub", (Overload("quantity_sub", (q, q), q, sub, True), Overload("quantity_sub_int", (q, t.INT), q, sub, True))
+    )
 
 
 def _semver(text: str, normalize: bool = False) -> object:
@@ -134,19 +143,32 @@ def _is_semver(text: str, normalize: bool = False) -> bool:
 
 def _compare_semver(a: object, b: object) -> int:
     x, y = a.key(), b.key()  # type: ignore[attr-defined]
-    return (x > y) - (x < y)
+    return int((x > y) - (x < y))
 
 
 def _semvers() -> Iterator[Function]:
     v = SEMVER
-    yield Function("semver", (Overload("string_to_semver", (t.STRING,), v, _semver),
-                              Overload("string_bool_to_semver", (t.STRING, t.BOOL), v, _semver)))  # fmt: skip
-    yield Function("isSemver", (Overload("is_semver_string", (t.STRING,), t.BOOL, _is_semver),
-                                Overload("is_semver_string_bool", (t.STRING, t.BOOL), t.BOOL, _is_semver)))  # fmt: skip
-    yield Function("isGreaterThan", (Overload("semver_is_greater_than", (v, v), t.BOOL,
-                                              lambda a, b: _compare_semver(a, b) > 0, True),))  # fmt: skip
-    yield Function("isLessThan", (Overload("semver_is_less_than", (v, v), t.BOOL,
-                                           lambda a, b: _compare_semver(a, b) < 0, True),))  # fmt: skip
+    yield Function(
+        "semver",
+        (
+            Overload("string_to_semver", (t.STRING,), v, _semver),
+            Overload("string_bool_to_semver", (t.STRING, t.BOOL), v, _semver),
+        ),
+    )
+    yield Function(
+        "isSemver",
+        (
+            Overload("is_semver_string", (t.STRING,), t.BOOL, _is_semver),
+            Overload("is_semver_string_bool", (t.STRING, t.BOOL), t.BOOL, _is_semver),
+        ),
+    )
+    yield Function(
+        "isGreaterThan",
+        (Overload("semver_is_greater_than", (v, v), t.BOOL, lambda a, b: _compare_semver(a, b) > 0, True),),
+    )
+    yield Function(
+        "isLessThan", (Overload("semver_is_less_than", (v, v), t.BOOL, lambda a, b: _compare_semver(a, b) < 0, True),)
+    )
     yield Function("compareTo", (Overload("semver_compare_to", (v, v), t.INT, _compare_semver, True),))
     yield Function("major", (Overload("semver_major", (v,), t.INT, lambda a: a.major, True),))
     yield Function("minor", (Overload("semver_minor", (v,), t.INT, lambda a: a.minor, True),))
@@ -159,8 +181,9 @@ def parse_ip(text: str) -> IP:
             raise ValueError("IPv6 zones are not supported")
         address = ipaddress.ip_address(text)
     except ValueError:
-        raise CelError(f'IP Address "{text}" parse error during conversion from string: '
-                       f'ParseAddr("{text}"): {_addr_problem(text)}') from None  # fmt: skip
+        raise CelError(
+            f'IP Address "{text}" parse error during conversion from string: ParseAddr("{text}"): {_addr_problem(text)}'
+        ) from None
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
         raise CelError("IPv4-mapped IPv6 addresses are not allowed")
     return IP(address)
@@ -177,7 +200,7 @@ def _addr_problem(text: str) -> str:
 
 
 def _prefix_problem(text: str) -> str:
-    address, slash, bits = text.rpartition("/")
+    _address, slash, bits = text.rpartition("/")
     if not slash:
         return "no '/'"
     if not bits.isdigit():
@@ -191,8 +214,10 @@ def parse_cidr(text: str) -> CIDR:
         if "/" not in text:
             raise ValueError("no mask")
     except ValueError:
-        raise CelError(f"network address parse error during conversion from string: network address parse error "
-                       f'during conversion from string: netip.ParsePrefix("{text}"): {_prefix_problem(text)}') from None  # fmt: skip
+        raise CelError(
+            f"network address parse error during conversion from string: network address parse error "
+            f'during conversion from string: netip.ParsePrefix("{text}"): {_prefix_problem(text)}'
+        ) from None
     return CIDR(interface)
 
 
@@ -226,8 +251,13 @@ def _contains_cidr(cidr: CIDR, other: object) -> bool:
 
 def _global_unicast(ip: IP) -> bool:
     a = ip.address
-    return not (a.is_unspecified or a.is_loopback or a.is_multicast or a.is_link_local
-                or (isinstance(a, ipaddress.IPv4Address) and a == ipaddress.IPv4Address("255.255.255.255")))  # fmt: skip
+    return not (
+        a.is_unspecified
+        or a.is_loopback
+        or a.is_multicast
+        or a.is_link_local
+        or (isinstance(a, ipaddress.IPv4Address) and a == ipaddress.IPv4Address("255.255.255.255"))
+    )
 
 
 def _link_local_multicast(ip: IP) -> bool:
@@ -239,29 +269,60 @@ def _link_local_multicast(ip: IP) -> bool:
 
 def _networks() -> Iterator[Function]:
     s, b = t.STRING, t.BOOL
-    yield Function("ip", (Overload("string_to_ip", (s,), IP_TYPE, parse_ip),
-                          Overload("cidr_ip", (CIDR_TYPE,), IP_TYPE, lambda c: IP(c.interface.ip), True)))  # fmt: skip
+    yield Function(
+        "ip",
+        (
+            Overload("string_to_ip", (s,), IP_TYPE, parse_ip),
+            Overload("cidr_ip", (CIDR_TYPE,), IP_TYPE, lambda c: IP(c.interface.ip), True),
+        ),
+    )
     yield Function("family", (Overload("ip_family", (IP_TYPE,), t.INT, lambda i: i.address.version, True),))
     yield Function("ip.isCanonical", (Overload("ip_is_canonical", (s,), b, lambda x: str(parse_ip(x)) == x),))
-    checks = {"isUnspecified": ("ip_is_unspecified", lambda i: i.address.is_unspecified),
-              "isLoopback": ("ip_is_loopback", lambda i: i.address.is_loopback),
-              "isLinkLocalMulticast": ("ip_is_link_local_multicast", _link_local_multicast),
-              "isLinkLocalUnicast": ("ip_is_link_local_unicast", lambda i: i.address.is_link_local),
-              "isGlobalUnicast": ("ip_is_global_unicast", _global_unicast)}  # fmt: skip
+    checks = {
+        "isUnspecified": ("ip_is_unspecified", lambda i: i.address.is_unspecified),
+        "isLoopback": ("ip_is_loopback", lambda i: i.address.is_loopback),
+        "isLinkLocalMulticast": ("ip_is_link_local_multicast", _link_local_multicast),
+        "isLinkLocalUnicast": ("ip_is_link_local_unicast", lambda i: i.address.is_link_local),
+        "isGlobalUnicast": ("ip_is_global_unicast", _global_unicast),
+    }
     for name, (oid, impl) in checks.items():
         yield Function(name, (Overload(oid, (IP_TYPE,), b, impl, True),))
     yield Function("isIP", (Overload("is_ip", (s,), b, _is_ip),))
     yield Function("cidr", (Overload("string_to_cidr", (s,), CIDR_TYPE, parse_cidr),))
-    yield Function("containsIP", (Overload("cidr_contains_ip_string", (CIDR_TYPE, s), b, _contains_ip, True),
-                                  Overload("cidr_contains_ip_ip", (CIDR_TYPE, IP_TYPE), b, _contains_ip, True)))  # fmt: skip
-    yield Function("containsCIDR", (Overload("cidr_contains_cidr_string", (CIDR_TYPE, s), b, _contains_cidr, True),
-                                    Overload("cidr_contains_cidr", (CIDR_TYPE, CIDR_TYPE), b, _contains_cidr, True)))  # fmt: skip
-    yield Function("prefixLength", (Overload("cidr_prefix_length", (CIDR_TYPE,), t.INT,
-                                             lambda c: c.interface.network.prefixlen, True),))  # fmt: skip
-    yield Function("masked", (Overload("cidr_masked", (CIDR_TYPE,), CIDR_TYPE,
-                                       lambda c: CIDR(ipaddress.ip_interface(str(c.interface.network))), True),))  # fmt: skip
+    yield Function(
+        "containsIP",
+        (
+            Overload("cidr_contains_ip_string", (CIDR_TYPE, s), b, _contains_ip, True),
+            Overload("cidr_contains_ip_ip", (CIDR_TYPE, IP_TYPE), b, _contains_ip, True),
+        ),
+    )
+    yield Function(
+        "containsCIDR",
+        (
+            Overload("cidr_contains_cidr_string", (CIDR_TYPE, s), b, _contains_cidr, True),
+            Overload("cidr_contains_cidr", (CIDR_TYPE, CIDR_TYPE), b, _contains_cidr, True),
+        ),
+    )
+    yield Function(
+        "prefixLength",
+        (Overload("cidr_prefix_length", (CIDR_TYPE,), t.INT, lambda c: c.interface.network.prefixlen, True),),
+    )
+    yield Function(
+        "masked",
+        (
+            Overload(
+                "cidr_masked",
+                (CIDR_TYPE,),
+                CIDR_TYPE,
+                lambda c: CIDR(ipaddress.ip_interface(str(c.interface.network))),
+                True,
+            ),
+        ),
+    )
     yield Function("isCIDR", (Overload("is_cidr", (s,), b, _is_cidr),))
-    yield Function("string", (Overload("ip_to_string", (IP_TYPE,), s, str), Overload("cidr_to_string", (CIDR_TYPE,), s, str)))
+    yield Function(
+        "string", (Overload("ip_to_string", (IP_TYPE,), s, str), Overload("cidr_to_string", (CIDR_TYPE,), s, str))
+    )
 
 
 def _includes(container: object, value: object) -> bool:

@@ -7,7 +7,7 @@ comparable element types, so ``['a', 'b'].sum()`` is a compile error, as in kube
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from phalanx.api.cel import types as t
 from phalanx.api.cel.decls import Function, Overload
@@ -18,13 +18,21 @@ from phalanx.api.cel.values import Duration, UInt
 
 __all__ = ["functions"]
 
-_COMPARABLE = [("int", t.INT), ("uint", t.UINT), ("double", t.DOUBLE), ("bool", t.BOOL), ("duration", t.DURATION),
-               ("timestamp", t.TIMESTAMP), ("string", t.STRING), ("bytes", t.BYTES)]  # fmt: skip
+_COMPARABLE = [
+    ("int", t.INT),
+    ("uint", t.UINT),
+    ("double", t.DOUBLE),
+    ("bool", t.BOOL),
+    ("duration", t.DURATION),
+    ("timestamp", t.TIMESTAMP),
+    ("string", t.STRING),
+    ("bytes", t.BYTES),
+]
 _SUMMABLE = [("int", t.INT), ("uint", t.UINT), ("double", t.DOUBLE), ("duration", t.DURATION)]
 _ZERO: dict[str, object] = {"int": 0, "uint": UInt(0), "double": 0.0, "duration": Duration(0)}
 
 
-def _sum(kind: str) -> object:
+def _sum(kind: str) -> Callable[[Sequence[object]], object]:
     def total(items: Sequence[object]) -> object:
         acc: object = _ZERO[kind]
         for item in items:
@@ -57,7 +65,7 @@ def _is_sorted(items: Sequence[object]) -> bool:
     return all(_order(items[i], items[i + 1]) <= 0 for i in range(len(items) - 1))
 
 
-def _extreme(name: str, prefer: int) -> object:
+def _extreme(name: str, prefer: int) -> Callable[[Sequence[object]], object]:
     def pick(items: Sequence[object]) -> object:
         if not items:
             raise CelError(f"{name} called on empty list")
@@ -102,8 +110,10 @@ def _flatten(items: Sequence[object], depth: int = 1) -> list[object]:
 
 def _sort_by_keys(items: Sequence[object], keys: Sequence[object]) -> list[object]:
     if len(items) != len(keys):
-        raise CelError(f"@sortByAssociatedKeys() expected a list of the same size as the associated keys list, but "
-                       f"got {len(items)} and {len(keys)} elements respectively")  # fmt: skip
+        raise CelError(
+            f"@sortByAssociatedKeys() expected a list of the same size as the associated keys list, but "
+            f"got {len(items)} and {len(keys)} elements respectively"
+        )
     if not items:
         return list(items)
     first = type(keys[0])
@@ -144,28 +154,50 @@ def _map_insert(target: Mapping[object, object], key: object, value: object = No
 
 def _k8s_lists() -> Iterator[Function]:
     a = t.type_param("A")
-    yield Function("isSorted", tuple(Overload(f"list_{n}_is_sorted_bool", (t.list_of(c),), t.BOOL, _is_sorted, True)
-                                     for n, c in _COMPARABLE))  # fmt: skip
+    yield Function(
+        "isSorted",
+        tuple(Overload(f"list_{n}_is_sorted_bool", (t.list_of(c),), t.BOOL, _is_sorted, True) for n, c in _COMPARABLE),
+    )
     yield Function("sum", tuple(Overload(f"list_{n}_sum_{n}", (t.list_of(c),), c, _sum(n), True) for n, c in _SUMMABLE))
-    yield Function("max", tuple(Overload(f"list_{n}_max_{n}", (t.list_of(c),), c, _extreme("max", -1), True)
-                                for n, c in _COMPARABLE))  # fmt: skip
-    yield Function("min", tuple(Overload(f"list_{n}_min_{n}", (t.list_of(c),), c, _extreme("min", 1), True)
-                                for n, c in _COMPARABLE))  # fmt: skip
+    yield Function(
+        "max",
+        tuple(Overload(f"list_{n}_max_{n}", (t.list_of(c),), c, _extreme("max", -1), True) for n, c in _COMPARABLE),
+    )
+    yield Function(
+        "min",
+        tuple(Overload(f"list_{n}_min_{n}", (t.list_of(c),), c, _extreme("min", 1), True) for n, c in _COMPARABLE),
+    )
     yield Function("indexOf", (Overload("list_a_index_of_int", (t.list_of(a), a), t.INT, _index_of, True),))
-    yield Function("lastIndexOf",
-                   (Overload("list_a_last_index_of_int", (t.list_of(a), a), t.INT, _last_index_of, True),))  # fmt: skip
+    yield Function(
+        "lastIndexOf", (Overload("list_a_last_index_of_int", (t.list_of(a), a), t.INT, _last_index_of, True),)
+    )
 
 
 def _ext_lists() -> Iterator[Function]:
     lt = t.list_of(t.type_param("T"))
     ld = t.list_of(t.DYN)
     yield Function("slice", (Overload("list_slice", (lt, t.INT, t.INT), lt, _slice, True),))
-    yield Function("flatten", (Overload("list_flatten", (t.list_of(lt),), lt, _flatten, True, guard=False),
-                               Overload("list_flatten_int", (ld, t.INT), ld, _flatten, True, guard=False)))  # fmt: skip
-    yield Function("sort", tuple(Overload(f"list_{n}_sort", (t.list_of(c),), t.list_of(c),
-                                          lambda x: _sort_by_keys(x, x), True) for n, c in _COMPARABLE))  # fmt: skip
-    yield Function("@sortByAssociatedKeys", tuple(Overload(f"list_{n}_sortByAssociatedKeys", (lt, t.list_of(c)), lt,
-                                                           _sort_by_keys, True) for n, c in _COMPARABLE))  # fmt: skip
+    yield Function(
+        "flatten",
+        (
+            Overload("list_flatten", (t.list_of(lt),), lt, _flatten, True, guard=False),
+            Overload("list_flatten_int", (ld, t.INT), ld, _flatten, True, guard=False),
+        ),
+    )
+    yield Function(
+        "sort",
+        tuple(
+            Overload(f"list_{n}_sort", (t.list_of(c),), t.list_of(c), lambda x: _sort_by_keys(x, x), True)
+            for n, c in _COMPARABLE
+        ),
+    )
+    yield Function(
+        "@sortByAssociatedKeys",
+        tuple(
+            Overload(f"list_{n}_sortByAssociatedKeys", (lt, t.list_of(c)), lt, _sort_by_keys, True)
+            for n, c in _COMPARABLE
+        ),
+    )
     yield Function("lists.range", (Overload("lists_range", (t.INT,), t.list_of(t.INT), lambda n: list(range(n))),))
     yield Function("reverse", (Overload("list_reverse", (lt,), lt, lambda x: list(reversed(x)), True),))
     yield Function("distinct", (Overload("list_distinct", (lt,), lt, _distinct, True),))
@@ -181,8 +213,10 @@ def _sets() -> Iterator[Function]:
         return any(any(cel_equals(x, y) for y in a) for x in b)
 
     yield Function("sets.contains", (Overload("list_sets_contains_list", (lt, lt), t.BOOL, contains),))
-    yield Function("sets.equivalent", (Overload("list_sets_equivalent_list", (lt, lt), t.BOOL,
-                                                lambda a, b: contains(a, b) and contains(b, a)),))  # fmt: skip
+    yield Function(
+        "sets.equivalent",
+        (Overload("list_sets_equivalent_list", (lt, lt), t.BOOL, lambda a, b: contains(a, b) and contains(b, a)),),
+    )
     yield Function("sets.intersects", (Overload("list_sets_intersects_list", (lt, lt), t.BOOL, intersects),))
 
 
@@ -192,5 +226,10 @@ def functions() -> Iterator[Function]:
     yield from _sets()
     k, v = t.type_param("K"), t.type_param("V")
     kv = t.map_of(k, v)
-    yield Function("cel.@mapInsert", (Overload("cel_@mapInsert_map_key_value", (kv, k, v), kv, _map_insert),
-                                      Overload("cel_@mapInsert_map_map", (kv, kv), kv, _map_insert)))  # fmt: skip
+    yield Function(
+        "cel.@mapInsert",
+        (
+            Overload("cel_@mapInsert_map_key_value", (kv, k, v), kv, _map_insert),
+            Overload("cel_@mapInsert_map_map", (kv, kv), kv, _map_insert),
+        ),
+    )

@@ -17,8 +17,17 @@ __all__ = ["functions"]
 
 # Go's unicode.IsSpace: ASCII white space, NEL, NBSP and Unicode's White_Space separators.
 _GO_SPACE = "\t\n\v\f\r \x85\xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u2028\u2029\u202f\u205f\u3000"
-_QUOTE = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v", "\\": "\\\\",
-          '"': '\\"'}  # fmt: skip
+_QUOTE = {
+    "\a": "\\a",
+    "\b": "\\b",
+    "\f": "\\f",
+    "\n": "\\n",
+    "\r": "\\r",
+    "\t": "\\t",
+    "\v": "\\v",
+    "\\": "\\\\",
+    '"': '\\"',
+}
 _UPPER = str.maketrans("abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ")
 _LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
@@ -108,25 +117,52 @@ def functions() -> Iterator[Function]:
         return Overload(oid, tuple(params), result, impl, True)  # type: ignore[arg-type]
 
     yield Function("charAt", (member("string_char_at_int", (s, i), s, _char_at),))
-    yield Function("indexOf", (member("string_index_of_string", (s, s), i, _index_of),
-                               member("string_index_of_string_int", (s, s, i), i, _index_of)))  # fmt: skip
-    yield Function("lastIndexOf", (member("string_last_index_of_string", (s, s), i, _last_index_of),
-                                   member("string_last_index_of_string_int", (s, s, i), i, _last_index_of)))  # fmt: skip
+    yield Function(
+        "indexOf",
+        (
+            member("string_index_of_string", (s, s), i, _index_of),
+            member("string_index_of_string_int", (s, s, i), i, _index_of),
+        ),
+    )
+    yield Function(
+        "lastIndexOf",
+        (
+            member("string_last_index_of_string", (s, s), i, _last_index_of),
+            member("string_last_index_of_string_int", (s, s, i), i, _last_index_of),
+        ),
+    )
     yield Function("lowerAscii", (member("string_lower_ascii", (s,), s, lambda x: x.translate(_LOWER)),))
     yield Function("upperAscii", (member("string_upper_ascii", (s,), s, lambda x: x.translate(_UPPER)),))
-    yield Function("replace", (member("string_replace_string_string", (s, s, s), s, _replace),
-                               member("string_replace_string_string_int", (s, s, s, i), s, _replace)))  # fmt: skip
-    yield Function("split", (member("string_split_string", (s, s), ls, _split),
-                             member("string_split_string_int", (s, s, i), ls, _split)))  # fmt: skip
-    yield Function("substring", (member("string_substring_int", (s, i), s, _substring),
-                                 member("string_substring_int_int", (s, i, i), s, _substring)))  # fmt: skip
+    yield Function(
+        "replace",
+        (
+            member("string_replace_string_string", (s, s, s), s, _replace),
+            member("string_replace_string_string_int", (s, s, s, i), s, _replace),
+        ),
+    )
+    yield Function(
+        "split",
+        (member("string_split_string", (s, s), ls, _split), member("string_split_string_int", (s, s, i), ls, _split)),
+    )
+    yield Function(
+        "substring",
+        (
+            member("string_substring_int", (s, i), s, _substring),
+            member("string_substring_int_int", (s, i, i), s, _substring),
+        ),
+    )
     yield Function("trim", (member("string_trim", (s,), s, lambda x: x.strip(_GO_SPACE)),))
     yield Function("join", (member("list_join", (ls,), s, _join), member("list_join_string", (ls, s), s, _join)))
     yield Function("strings.quote", (Overload("strings_quote", (s,), s, _quote),))
     yield Function("format", (member("string_format", (s, t.list_of(t.DYN)), s, _format),))
     yield Function("find", (member("string_find_string", (s, s), s, _find),))
-    yield Function("findAll", (member("string_find_all_string", (s, s), ls, _find_all),
-                               member("string_find_all_string_int", (s, s, i), ls, _find_all)))  # fmt: skip
+    yield Function(
+        "findAll",
+        (
+            member("string_find_all_string", (s, s), ls, _find_all),
+            member("string_find_all_string_int", (s, s, i), ls, _find_all),
+        ),
+    )
 
 
 def _format(text: str, args: Sequence[object]) -> str:

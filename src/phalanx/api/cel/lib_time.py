@@ -7,7 +7,7 @@ Kubernetes' base environment sets ``DefaultUTCTimeZone``, so accessors without a
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta, timezone
 from functools import lru_cache
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -17,8 +17,16 @@ from phalanx.api.cel.decls import Function, Overload
 from phalanx.api.cel.errors import CelError
 from phalanx.api.cel.values import Duration, Timestamp
 
-__all__ = ["add_overloads", "format_duration", "format_timestamp", "functions", "parse_duration",
-           "parse_timestamp", "subtract_overloads", "timestamp_from_seconds"]  # fmt: skip
+__all__ = [
+    "add_overloads",
+    "format_duration",
+    "format_timestamp",
+    "functions",
+    "parse_duration",
+    "parse_timestamp",
+    "subtract_overloads",
+    "timestamp_from_seconds",
+]
 
 _NS = 10**9
 MIN_SECONDS, MAX_SECONDS = -62135596800, 253402300799  # 0001-01-01T00:00:00Z .. 9999-12-31T23:59:59Z
@@ -123,13 +131,18 @@ def _local(value: Timestamp, zone: str | None) -> datetime:
     return moment if zone is None else moment.astimezone(_zone(zone))
 
 
-def _accessor(part: str) -> object:
+def _accessor(part: str) -> Callable[..., int]:
     getters = {
-        "year": lambda d: d.year, "month": lambda d: d.month - 1, "day_of_year": lambda d: d.timetuple().tm_yday - 1,
-        "day_of_month": lambda d: d.day - 1, "day_of_month_1_based": lambda d: d.day,
-        "day_of_week": lambda d: (d.weekday() + 1) % 7, "hours": lambda d: d.hour, "minutes": lambda d: d.minute,
+        "year": lambda d: d.year,
+        "month": lambda d: d.month - 1,
+        "day_of_year": lambda d: d.timetuple().tm_yday - 1,
+        "day_of_month": lambda d: d.day - 1,
+        "day_of_month_1_based": lambda d: d.day,
+        "day_of_week": lambda d: (d.weekday() + 1) % 7,
+        "hours": lambda d: d.hour,
+        "minutes": lambda d: d.minute,
         "seconds": lambda d: d.second,
-    }  # fmt: skip
+    }
     getter = getters.get(part)
 
     def access(value: Timestamp, zone: str | None = None) -> int:
@@ -158,13 +171,21 @@ def subtract_overloads() -> list[Overload]:
     ]
 
 
-_GETTERS = {"getFullYear": ("year", None), "getMonth": ("month", None), "getDayOfYear": ("day_of_year", None),
-            "getDayOfMonth": ("day_of_month", None), "getDate": ("day_of_month_1_based", None),
-            "getDayOfWeek": ("day_of_week", None), "getHours": ("hours", 3600), "getMinutes": ("minutes", 60),
-            "getSeconds": ("seconds", 1), "getMilliseconds": ("milliseconds", 0)}  # fmt: skip
+_GETTERS = {
+    "getFullYear": ("year", None),
+    "getMonth": ("month", None),
+    "getDayOfYear": ("day_of_year", None),
+    "getDayOfMonth": ("day_of_month", None),
+    "getDate": ("day_of_month_1_based", None),
+    "getDayOfWeek": ("day_of_week", None),
+    "getHours": ("hours", 3600),
+    "getMinutes": ("minutes", 60),
+    "getSeconds": ("seconds", 1),
+    "getMilliseconds": ("milliseconds", 0),
+}
 
 
-def _duration_getter(unit: int) -> object:
+def _duration_getter(unit: int) -> Callable[[Duration], int]:
     if unit == 0:
         return lambda d: int(d.nanos / 10**6)  # cel-go v0.26: the whole duration in milliseconds
     return lambda d: int(d.nanos / (unit * _NS))

@@ -71,6 +71,16 @@ def functions() -> Iterator[Function]:
     yield Function("getHostname", (Overload("url_get_hostname", (u,), s, _hostname, True),))
     yield Function("getPort", (Overload("url_get_port", (u,), s, _port, True),))
     yield Function("getEscapedPath", (Overload("url_get_escaped_path", (u,), s, lambda x: x.parts()[2], True),))
-    yield Function("getQuery", (Overload("url_get_query", (u,), t.map_of(s, t.list_of(s)),
-                                         lambda x: parse_qs(x.parts()[3], keep_blank_values=True), True),))  # fmt: skip
+    yield Function(
+        "getQuery",
+        (
+            Overload(
+                "url_get_query",
+                (u,),
+                t.map_of(s, t.list_of(s)),
+                lambda x: parse_qs(x.parts()[3], keep_blank_values=True),
+                True,
+            ),
+        ),
+    )
     yield Function("isURL", (Overload("is_url_string", (s,), t.BOOL, lambda x: _request_uri_error(x) is None),))

@@ -57,11 +57,21 @@ class _Expander:
             raise self.error(e.pos, f"duplicate variable name: {e.variables[0]}")
         target = self.node(e.range)
         args = [self.node(a) for a in e.args]
-        builders = {"all": self.quantifier, "exists": self.quantifier, "exists_one": self.exists_one,
-                    "existsOne": self.exists_one, "map": self.map, "filter": self.filter, "bind": self.bind,
-                    "optMap": self.opt_map, "optFlatMap": self.opt_map, "sortBy": self.sort_by,
-                    "transformList": self.transform, "transformMap": self.transform,
-                    "transformMapEntry": self.transform}  # fmt: skip
+        builders = {
+            "all": self.quantifier,
+            "exists": self.quantifier,
+            "exists_one": self.exists_one,
+            "existsOne": self.exists_one,
+            "map": self.map,
+            "filter": self.filter,
+            "bind": self.bind,
+            "optMap": self.opt_map,
+            "optFlatMap": self.opt_map,
+            "sortBy": self.sort_by,
+            "transformList": self.transform,
+            "transformMap": self.transform,
+            "transformMapEntry": self.transform,
+        }
         return builders[e.kind](e, target, args)
 
     # --- helpers -------------------------------------------------------------------------------------------------
@@ -75,8 +85,9 @@ class _Expander:
         return nodes.Call(pos, function, None, args)
 
     @staticmethod
-    def fold(pos: int, names: tuple[str, ...], target: Node, init: Node, condition: Node, step: Node,
-             result: Node) -> Node:  # fmt: skip
+    def fold(
+        pos: int, names: tuple[str, ...], target: Node, init: Node, condition: Node, step: Node, result: Node
+    ) -> Node:
         second = names[1] if len(names) == 2 else ""
         return nodes.Fold(pos, names[0], second, target, ACCUMULATOR, init, condition, step, result)
 
@@ -134,8 +145,17 @@ class _Expander:
 
     @staticmethod
     def bind_fold(pos: int, name: str, init: Node, body: Node) -> Node:
-        return nodes.Fold(pos, UNUSED, "", nodes.CreateList(pos, ()), name, init, nodes.Const(pos, False),
-                          nodes.Ident(pos, name), body)  # fmt: skip
+        return nodes.Fold(
+            pos,
+            UNUSED,
+            "",
+            nodes.CreateList(pos, ()),
+            name,
+            init,
+            nodes.Const(pos, False),
+            nodes.Ident(pos, name),
+            body,
+        )
 
     def bind(self, e: syntax.Comprehension, target: Node, args: list[Node]) -> Node:
         return self.bind_fold(e.pos, e.variables[0], target, args[0])
@@ -151,10 +171,18 @@ class _Expander:
     def sort_by(self, e: syntax.Comprehension, target: Node, args: list[Node]) -> Node:
         p = e.pos
         if not isinstance(target, nodes.CreateList | nodes.Select | nodes.Ident | nodes.Fold | nodes.Call):
-            raise self.error(p, "sortBy can only be applied to a list, identifier, comprehension, call or select "
-                                "expression")  # fmt: skip
+            raise self.error(
+                p, "sortBy can only be applied to a list, identifier, comprehension, call or select expression"
+            )
         name = "@__sortBy_input__"
-        keys = self.fold(p, e.variables, nodes.Ident(p, name), nodes.CreateList(p, ()), nodes.Const(p, True),
-                         self.call(p, "_+_", self.accu(p), nodes.CreateList(p, (args[0],))), self.accu(p))  # fmt: skip
+        keys = self.fold(
+            p,
+            e.variables,
+            nodes.Ident(p, name),
+            nodes.CreateList(p, ()),
+            nodes.Const(p, True),
+            self.call(p, "_+_", self.accu(p), nodes.CreateList(p, (args[0],))),
+            self.accu(p),
+        )
         sort = nodes.Call(p, "@sortByAssociatedKeys", nodes.Ident(p, name), (keys,))
         return self.bind_fold(p, name, target, sort)

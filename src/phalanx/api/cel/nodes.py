@@ -10,8 +10,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["ACCUMULATOR", "UNUSED", "Call", "Const", "CreateList", "CreateMap", "Entry", "Fold", "Ident", "Node",
-           "Select"]  # fmt: skip
+__all__ = [
+    "ACCUMULATOR",
+    "UNUSED",
+    "Call",
+    "Const",
+    "CreateList",
+    "CreateMap",
+    "Entry",
+    "Fold",
+    "Ident",
+    "Node",
+    "Select",
+]
 
 ACCUMULATOR = "__result__"
 UNUSED = "#unused"
@@ -83,9 +94,13 @@ class Fold:
 
     def is_bind(self) -> bool:
         """cel-go's test: an empty literal range, a constant false condition and a named accumulator."""
-        return (isinstance(self.iter_range, CreateList) and not self.iter_range.elements
-                and isinstance(self.condition, Const) and self.condition.value is False
-                and self.accu_var != ACCUMULATOR)  # fmt: skip
+        return (
+            isinstance(self.iter_range, CreateList)
+            and not self.iter_range.elements
+            and isinstance(self.condition, Const)
+            and self.condition.value is False
+            and self.accu_var != ACCUMULATOR
+        )
 
 
 Node = Const | Ident | Select | Call | CreateList | CreateMap | Fold

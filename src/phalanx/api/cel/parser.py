@@ -17,17 +17,44 @@ __all__ = ["parse"]
 _RELATIONS = {"<": "_<_", "<=": "_<=_", ">": "_>_", ">=": "_>=_", "==": "_==_", "!=": "_!=_"}
 _ADDITIVE = {"+": "_+_", "-": "_-_"}
 _MULTIPLICATIVE = {"*": "_*_", "/": "_/_", "%": "_%_"}
-_RESERVED = {"as", "break", "const", "continue", "else", "for", "function", "if", "import", "let", "loop",
-             "package", "namespace", "return", "var", "void", "while"}  # fmt: skip
+_RESERVED = {
+    "as",
+    "break",
+    "const",
+    "continue",
+    "else",
+    "for",
+    "function",
+    "if",
+    "import",
+    "let",
+    "loop",
+    "package",
+    "namespace",
+    "return",
+    "var",
+    "void",
+    "while",
+}
 # Receiver macros by argument count; the value is the number of leading arguments that name variables.
 _MACROS: dict[str, dict[int, int]] = {
-    "all": {2: 1, 3: 2}, "exists": {2: 1, 3: 2}, "exists_one": {2: 1, 3: 2}, "existsOne": {2: 1, 3: 2},
-    "map": {2: 1, 3: 1}, "filter": {2: 1}, "optMap": {2: 1}, "optFlatMap": {2: 1}, "sortBy": {2: 1},
-    "transformList": {3: 2, 4: 2}, "transformMap": {3: 2, 4: 2}, "transformMapEntry": {3: 2, 4: 2},
-}  # fmt: skip
+    "all": {2: 1, 3: 2},
+    "exists": {2: 1, 3: 2},
+    "exists_one": {2: 1, 3: 2},
+    "existsOne": {2: 1, 3: 2},
+    "map": {2: 1, 3: 1},
+    "filter": {2: 1},
+    "optMap": {2: 1},
+    "optFlatMap": {2: 1},
+    "sortBy": {2: 1},
+    "transformList": {3: 2, 4: 2},
+    "transformMap": {3: 2, 4: 2},
+    "transformMapEntry": {3: 2, 4: 2},
+}
 # What ANTLR lists where cel-go's grammar expects an expression.
-_EXPRESSION_START = ("{'[', '{', '(', '.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, NUM_INT, NUM_UINT, STRING, "
-                     "BYTES, IDENTIFIER}")  # fmt: skip
+_EXPRESSION_START = (
+    "{'[', '{', '(', '.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, NUM_INT, NUM_UINT, STRING, BYTES, IDENTIFIER}"
+)
 # cel-go allows 250 nested levels; each level here is ~9 Python frames, so the limit keeps clear of Python's.
 _MAX_DEPTH = 100
 
@@ -183,11 +210,14 @@ class _Parser:
         names: list[str] = []
         for arg in args[:variables]:
             if not isinstance(arg, Ident):
-                message = {"bind": "cel.bind() variable names must be simple identifiers",
-                           "optMap": "optMap() variable name must be a simple identifier",
-                           "optFlatMap": "optFlatMap() variable name must be a simple identifier",
-                           "map": "argument is not an identifier", "filter": "argument is not an identifier",
-                           "sortBy": "argument is not an identifier"}.get(kind, "argument must be a simple name")
+                message = {
+                    "bind": "cel.bind() variable names must be simple identifiers",
+                    "optMap": "optMap() variable name must be a simple identifier",
+                    "optFlatMap": "optFlatMap() variable name must be a simple identifier",
+                    "map": "argument is not an identifier",
+                    "filter": "argument is not an identifier",
+                    "sortBy": "argument is not an identifier",
+                }.get(kind, "argument must be a simple name")
                 raise located(self.expression, arg.pos, message)
             names.append(arg.name)
         if kind == "bind":

@@ -94,11 +94,11 @@ def cel_compare(a: object, b: object) -> int | None:
             if math.isnan(x) or math.isnan(y):
                 return None
             return (x > y) - (x < y)
-        return (a > b) - (a < b)  # type: ignore[operator]
+        return int((a > b) - (a < b))  # type: ignore[operator]
     if type(a) is type(b) and isinstance(a, str | bytes | bool):
         return (a > b) - (a < b)  # type: ignore[operator]
     if isinstance(a, Timestamp | Duration) and type(a) is type(b):
-        return (a.nanos > b.nanos) - (a.nanos < b.nanos)  # type: ignore[union-attr]
+        return (a.nanos > b.nanos) - (a.nanos < b.nanos)
     raise no_such_overload()
 
 

@@ -20,12 +20,50 @@ Coster = Callable[[str, Sequence[object], object], int]
 _S = 0.1  # cel-go's StringTraversalCostFactor
 _R = 0.25  # RegexStringLengthCostFactor
 
-_K8S_UNIT = {"sign", "asInteger", "isInteger", "asApproximateFloat", "isGreaterThan", "isLessThan", "compareTo", "add",
-             "sub", "major", "minor", "patch", "getScheme", "getHostname", "getHost", "getPort", "getEscapedPath",
-             "getQuery", "format.named", "masked", "prefixLength", "family", "isUnspecified", "isLoopback",
-             "isLinkLocalMulticast", "isLinkLocalUnicast", "isGlobalUnicast"}  # fmt: skip
-_K8S_TRAVERSE_ARG = {"url", "jsonpatch.escapeKey", "lowerAscii", "upperAscii", "substring", "trim", "cidr", "isIP", "isCIDR", "quantity",
-                     "isQuantity", "semver", "isSemver"}  # fmt: skip
+_K8S_UNIT = {
+    "sign",
+    "asInteger",
+    "isInteger",
+    "asApproximateFloat",
+    "isGreaterThan",
+    "isLessThan",
+    "compareTo",
+    "add",
+    "sub",
+    "major",
+    "minor",
+    "patch",
+    "getScheme",
+    "getHostname",
+    "getHost",
+    "getPort",
+    "getEscapedPath",
+    "getQuery",
+    "format.named",
+    "masked",
+    "prefixLength",
+    "family",
+    "isUnspecified",
+    "isLoopback",
+    "isLinkLocalMulticast",
+    "isLinkLocalUnicast",
+    "isGlobalUnicast",
+}
+_K8S_TRAVERSE_ARG = {
+    "url",
+    "jsonpatch.escapeKey",
+    "lowerAscii",
+    "upperAscii",
+    "substring",
+    "trim",
+    "cidr",
+    "isIP",
+    "isCIDR",
+    "quantity",
+    "isQuantity",
+    "semver",
+    "isSemver",
+}
 _K8S_TYPES = {"Quantity", "IP", "CIDR", "NamedFormat", "URL", "Semver"}
 
 
@@ -96,8 +134,8 @@ def _kubernetes(function: str) -> Coster | int | None:
     if function in ("containsIP", "containsCIDR"):
         return _contains_network_cost
     if function == "validate":
-        return lambda _, args, result: _ceil((1.0 + size_of(args[1])) * _S) * _ceil(
-            getattr(args[0], "max_regex_size", 1) * _R
+        return lambda _, args, result: (
+            _ceil((1.0 + size_of(args[1])) * _S) * _ceil(getattr(args[0], "max_regex_size", 1) * _R)
         )
     return None
 
@@ -114,13 +152,19 @@ def _contains_network_cost(overload_id: str, args: Sequence[object], result: obj
 
 def _default(overload_id: str) -> Coster | int:
     """cel-go's ``CostTracker.costCall`` defaults."""
-    if overload_id in ("starts_with_string", "ends_with_string", "string_to_bytes", "bytes_to_string",
-                       "strings_quote", "string_format"):  # fmt: skip
+    if overload_id in (
+        "starts_with_string",
+        "ends_with_string",
+        "string_to_bytes",
+        "bytes_to_string",
+        "strings_quote",
+        "string_format",
+    ):
         return lambda _, args, result: _ceil(size_of(args[0]) * _S)
     if overload_id == "in_list":
         return lambda _, args, result: size_of(args[1])
-    if overload_id in ("equals", "not_equals") or overload_id.split("_")[-1] in ("string", "bytes") and (
-        overload_id.startswith(("less", "greater"))
+    if overload_id in ("equals", "not_equals") or (
+        overload_id.split("_")[-1] in ("string", "bytes") and (overload_id.startswith(("less", "greater")))
     ):
         return lambda _, args, result: _ceil(min(size_of(args[0]), size_of(args[1])) * _S)
     if overload_id in ("add_string", "add_bytes"):

@@ -19,13 +19,13 @@ from phalanx.api.cel.syntax import Expr
 from phalanx.api.cel.types import Kind
 from phalanx.api.cel.values import type_name
 
-__all__ = ["COST_LIMIT", "MAX_EXPRESSION_BYTES", "Selector", "check_selector", "compile_selector",
-           "selector_cost"]  # fmt: skip
+__all__ = ["COST_LIMIT", "MAX_EXPRESSION_BYTES", "Selector", "check_selector", "compile_selector", "selector_cost"]
 
 MAX_EXPRESSION_BYTES = 10 * 1024
 COST_LIMIT = 1_000_000
 _CACHE_SIZE = 4096
 TOO_COMPLEX = "too complex, exceeds cost limit"
+DEFAULT_FEATURES = Features()
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +69,7 @@ def _compile(expression: str, features: Features, stored: bool) -> Program:
 
 
 @lru_cache(maxsize=_CACHE_SIZE)
-def compile_selector(expression: str, features: Features = Features()) -> Selector:
+def compile_selector(expression: str, features: Features = DEFAULT_FEATURES) -> Selector:
     """Compile once (cached: the same expression gives the same Selector object). Raises CelError."""
     program = _compile(expression, features, stored=True)
     problem = _result_error(program, features)
@@ -78,12 +78,12 @@ def compile_selector(expression: str, features: Features = Features()) -> Select
     return Selector(expression, program)
 
 
-def selector_cost(expression: str, features: Features = Features()) -> int:
+def selector_cost(expression: str, features: Features = DEFAULT_FEATURES) -> int:
     """The estimated worst-case cost kube-apiserver computes for a valid selector."""
     return _compile(expression, features, stored=False).estimate_cost()[1]
 
 
-def check_selector(expression: str, features: Features = Features()) -> list[str]:
+def check_selector(expression: str, features: Features = DEFAULT_FEATURES) -> list[str]:
     """API validation of a device selector expression: empty list when valid, else messages in kube-apiserver's
     words (compile errors, 'must evaluate to bool', 'may not be more than 10240 bytes' size error,
     'too complex, exceeds cost limit' when the estimated cost is above COST_LIMIT)."""

@@ -11,10 +11,30 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 __all__ = [
-    "ANY", "BOOL", "BYTES", "DOUBLE", "DURATION", "DYN", "ERROR", "INT", "NULL", "STRING", "TIMESTAMP", "TYPE",
-    "UINT", "CelType", "Kind", "format_type", "list_of", "map_of", "opaque", "optional_of", "struct",
-    "type_of", "type_param",
-]  # fmt: skip
+    "ANY",
+    "BOOL",
+    "BYTES",
+    "DOUBLE",
+    "DURATION",
+    "DYN",
+    "ERROR",
+    "INT",
+    "NULL",
+    "STRING",
+    "TIMESTAMP",
+    "TYPE",
+    "UINT",
+    "CelType",
+    "Kind",
+    "format_type",
+    "list_of",
+    "map_of",
+    "opaque",
+    "optional_of",
+    "struct",
+    "type_of",
+    "type_param",
+]
 
 
 class Kind:
@@ -51,8 +71,13 @@ class CelType:
 
     def display(self) -> str:
         """cel-go's ``Type.String()``: well-known types by their protobuf names."""
-        special = {Kind.ANY: "google.protobuf.Any", Kind.TIMESTAMP: "google.protobuf.Timestamp",
-                   Kind.DURATION: "google.protobuf.Duration", Kind.NULL: "null_type", Kind.ERROR: "*error*"}  # fmt: skip
+        special = {
+            Kind.ANY: "google.protobuf.Any",
+            Kind.TIMESTAMP: "google.protobuf.Timestamp",
+            Kind.DURATION: "google.protobuf.Duration",
+            Kind.NULL: "null_type",
+            Kind.ERROR: "*error*",
+        }
         if self.kind in special:
             return special[self.kind]
         if not self.params:
@@ -71,8 +96,13 @@ class CelType:
 
 def format_type(t: CelType) -> str:
     """cel-go's ``FormatCELType``, the notation of checker errors: ``list(int)``, ``null``, ``!error!``."""
-    names = {Kind.ANY: "any", Kind.DURATION: "duration", Kind.ERROR: "!error!", Kind.NULL: "null",
-             Kind.TIMESTAMP: "timestamp"}  # fmt: skip
+    names = {
+        Kind.ANY: "any",
+        Kind.DURATION: "duration",
+        Kind.ERROR: "!error!",
+        Kind.NULL: "null",
+        Kind.TIMESTAMP: "timestamp",
+    }
     if t.kind in names:
         return names[t.kind]
     if t.kind == Kind.TYPE_PARAM or not t.params:

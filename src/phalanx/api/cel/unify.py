@@ -47,8 +47,10 @@ def _less_specific(t1: CelType, t2: CelType) -> bool:
     if t1.kind != t2.kind:
         return False
     if t1.kind == Kind.OPAQUE:
-        return t1.name == t2.name and len(t1.params) == len(t2.params) and all(
-            _less_specific(a, b) for a, b in zip(t1.params, t2.params, strict=True)
+        return (
+            t1.name == t2.name
+            and len(t1.params) == len(t2.params)
+            and all(_less_specific(a, b) for a, b in zip(t1.params, t2.params, strict=True))
         )
     if t1.kind in (Kind.LIST, Kind.MAP):
         return all(_less_specific(a, b) for a, b in zip(t1.params, t2.params, strict=True))
@@ -114,8 +116,18 @@ def _assignable(subs: Substitution, t1: CelType, t2: CelType) -> bool:
         return _assignable_null(t2)
     if t2.kind == Kind.NULL:
         return _assignable_null(t1)
-    if t1.kind in (Kind.BOOL, Kind.BYTES, Kind.DOUBLE, Kind.INT, Kind.STRING, Kind.UINT, Kind.ANY, Kind.DURATION,
-                   Kind.TIMESTAMP, Kind.STRUCT):  # fmt: skip
+    if t1.kind in (
+        Kind.BOOL,
+        Kind.BYTES,
+        Kind.DOUBLE,
+        Kind.INT,
+        Kind.STRING,
+        Kind.UINT,
+        Kind.ANY,
+        Kind.DURATION,
+        Kind.TIMESTAMP,
+        Kind.STRUCT,
+    ):
         return _assignable_type(t2, t1)
     if t1.kind == Kind.TYPE:
         return t2.kind == Kind.TYPE

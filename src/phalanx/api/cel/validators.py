@@ -109,16 +109,31 @@ def _sample(cel_type: CelType) -> object:
     """A value of a statically known type, to check format clauses against (cel-go checks the static types)."""
     from phalanx.api.cel.values import Duration, Timestamp, UInt
 
-    samples = {Kind.INT: 0, Kind.UINT: UInt(0), Kind.DOUBLE: 0.0, Kind.STRING: "", Kind.BOOL: False,
-               Kind.BYTES: b"", Kind.NULL: None, Kind.DURATION: Duration(0), Kind.TIMESTAMP: Timestamp(0),
-               Kind.LIST: [], Kind.MAP: {}}  # fmt: skip
+    samples = {
+        Kind.INT: 0,
+        Kind.UINT: UInt(0),
+        Kind.DOUBLE: 0.0,
+        Kind.STRING: "",
+        Kind.BOOL: False,
+        Kind.BYTES: b"",
+        Kind.NULL: None,
+        Kind.DURATION: Duration(0),
+        Kind.TIMESTAMP: Timestamp(0),
+        Kind.LIST: [],
+        Kind.MAP: {},
+    }
     return samples.get(cel_type.kind, _UNKNOWN)
 
 
 def _format_call(checked: Checked, node: Node, errors: list[tuple[int, str]]) -> None:
-    if not (isinstance(node, nodes.Call) and node.function == "format" and isinstance(node.target, nodes.Const)
-            and isinstance(node.target.value, str) and len(node.args) == 1
-            and isinstance(node.args[0], nodes.CreateList)):  # fmt: skip
+    if not (
+        isinstance(node, nodes.Call)
+        and node.function == "format"
+        and isinstance(node.target, nodes.Const)
+        and isinstance(node.target.value, str)
+        and len(node.args) == 1
+        and isinstance(node.args[0], nodes.CreateList)
+    ):
         return
     elements = node.args[0].elements
     samples = [e.value if isinstance(e, nodes.Const) else _sample(checked.type_of(e)) for e in elements]
@@ -127,7 +142,7 @@ def _format_call(checked: Checked, node: Node, errors: list[tuple[int, str]]) ->
     from phalanx.api.cel.formatting import format_string
 
     try:
-        format_string(node.target.value, samples)  # type: ignore[union-attr]
+        format_string(str(node.target.value), samples)
     except CelError as error:
         index = _argument_index(str(error), len(elements))
         errors.append((elements[index].pos if index is not None else node.pos, str(error)))

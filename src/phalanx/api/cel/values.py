@@ -16,8 +16,19 @@ from typing import Any
 from phalanx.api.cel import types as t
 from phalanx.api.cel.types import CelType
 
-__all__ = ["EMPTY_MAP", "NONE", "DomainMap", "Duration", "Optional", "Quantity", "Semver", "Timestamp", "UInt",
-           "runtime_type", "type_name"]  # fmt: skip
+__all__ = [
+    "EMPTY_MAP",
+    "NONE",
+    "DomainMap",
+    "Duration",
+    "Optional",
+    "Quantity",
+    "Semver",
+    "Timestamp",
+    "UInt",
+    "runtime_type",
+    "type_name",
+]
 
 
 class UInt(int):
@@ -109,12 +120,23 @@ class DomainMap(Mapping[str, Mapping[str, Any]]):
 EMPTY_MAP: Mapping[str, Any] = {}
 
 _RUNTIME_TYPES: dict[type, CelType] = {
-    bool: t.BOOL, int: t.INT, UInt: t.UINT, float: t.DOUBLE, str: t.STRING, bytes: t.BYTES, type(None): t.NULL,
-    list: CelType(t.Kind.LIST, "list"), tuple: CelType(t.Kind.LIST, "list"), dict: CelType(t.Kind.MAP, "map"),
-    DomainMap: CelType(t.Kind.MAP, "map"), Optional: CelType(t.Kind.OPAQUE, "optional_type"),
-    Timestamp: t.TIMESTAMP, Duration: t.DURATION, Quantity: t.struct("kubernetes.Quantity"),
+    bool: t.BOOL,
+    int: t.INT,
+    UInt: t.UINT,
+    float: t.DOUBLE,
+    str: t.STRING,
+    bytes: t.BYTES,
+    type(None): t.NULL,
+    list: CelType(t.Kind.LIST, "list"),
+    tuple: CelType(t.Kind.LIST, "list"),
+    dict: CelType(t.Kind.MAP, "map"),
+    DomainMap: CelType(t.Kind.MAP, "map"),
+    Optional: CelType(t.Kind.OPAQUE, "optional_type"),
+    Timestamp: t.TIMESTAMP,
+    Duration: t.DURATION,
+    Quantity: t.struct("kubernetes.Quantity"),
     Semver: t.struct("kubernetes.Semver"),
-}  # fmt: skip
+}
 
 
 def runtime_type(value: object) -> CelType:

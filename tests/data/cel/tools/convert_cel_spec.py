@@ -40,8 +40,14 @@ SKIPPED_FILES = {
     "dynamic": "protobuf well-known types (Struct, Value, Any, wrappers): Kubernetes declares none",
 }
 PROTO = "protobuf messages, enums or well-known types (Kubernetes declares no protobuf types)"
-_PRIMITIVES = {"BOOL": "bool", "INT64": "int", "UINT64": "uint", "DOUBLE": "double", "STRING": "string",
-               "BYTES": "bytes"}  # fmt: skip
+_PRIMITIVES = {
+    "BOOL": "bool",
+    "INT64": "int",
+    "UINT64": "uint",
+    "DOUBLE": "double",
+    "STRING": "string",
+    "BYTES": "bytes",
+}
 _WELL_KNOWN = {"TIMESTAMP": "timestamp", "DURATION": "duration", "ANY": "any"}
 _MESSAGE_TYPES = {"google.protobuf.Timestamp": "timestamp", "google.protobuf.Duration": "duration"}
 
@@ -209,8 +215,12 @@ def convert_file(name: str, source: str, commit: str) -> dict[str, Any]:
             except Skip as reason:
                 skipped.append({"id": case_id, "expr": text(test, "expr"), "reason": str(reason)})
     return {
-        "source": {"repo": REPO, "commit": commit, "file": f"tests/simple/testdata/{name}.textproto",
-                   "license": "Apache-2.0"},  # fmt: skip
+        "source": {
+            "repo": REPO,
+            "commit": commit,
+            "file": f"tests/simple/testdata/{name}.textproto",
+            "license": "Apache-2.0",
+        },
         "cases": cases,
         "skipped": skipped,
     }
@@ -218,13 +228,18 @@ def convert_file(name: str, source: str, commit: str) -> dict[str, Any]:
 
 def main() -> None:
     git_dir, commit = sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else PINNED
-    listing = subprocess.run(["git", "--git-dir", git_dir, "ls-tree", "--name-only", commit,
-                              "tests/simple/testdata/"], check=True, capture_output=True, text=True).stdout  # fmt: skip
+    listing = subprocess.run(
+        ["git", "--git-dir", git_dir, "ls-tree", "--name-only", commit, "tests/simple/testdata/"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     OUT.mkdir(parents=True, exist_ok=True)
     for path in sorted(p for p in listing.split() if p.endswith(".textproto")):
         name = Path(path).stem
-        source = subprocess.run(["git", "--git-dir", git_dir, "show", f"{commit}:{path}"], check=True,
-                                capture_output=True, text=True).stdout  # fmt: skip
+        source = subprocess.run(
+            ["git", "--git-dir", git_dir, "show", f"{commit}:{path}"], check=True, capture_output=True, text=True
+        ).stdout
         converted = convert_file(name, source, commit)
         (OUT / f"{name}.json").write_text(json.dumps(converted, indent=1, ensure_ascii=False) + "\n")
         print(f"{name:16} {len(converted['cases']):4} cases, {len(converted['skipped']):4} skipped")

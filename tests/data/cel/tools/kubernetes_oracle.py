@@ -39,33 +39,71 @@ def _load_matching() -> Any:
 meets = _load_matching().meets
 
 TYPE_CHECKED = "Kubernetes type-checks every expression; cel-spec runs this test without the checker (disable_check)"
-HOMOGENEOUS = ("HomogeneousAggregateLiterals: Kubernetes rejects list and map literals with mixed element, key or "
-               "value types at compile time")  # fmt: skip
-EQUALITY = ("the type checker requires both operands of == and != to have the same static type; cel-spec's "
-            "heterogeneous equality applies only to dyn operands")  # fmt: skip
-FORMAT = ("strings extension version 2 (Kubernetes): format() uses cel-go's original formatter (locale-style %e, "
-          "quoted %s of lists and maps, %f/%e/%d stricter about types) and checks constant calls at compile time")
+HOMOGENEOUS = (
+    "HomogeneousAggregateLiterals: Kubernetes rejects list and map literals with mixed element, key or "
+    "value types at compile time"
+)
+EQUALITY = (
+    "the type checker requires both operands of == and != to have the same static type; cel-spec's "
+    "heterogeneous equality applies only to dyn operands"
+)
+FORMAT = (
+    "strings extension version 2 (Kubernetes): format() uses cel-go's original formatter (locale-style %e, "
+    "quoted %s of lists and maps, %f/%e/%d stricter about types) and checks constant calls at compile time"
+)
 # (case-id pattern, pattern on the observed outcome, action, reason). First match wins. "kubernetes": the runner
 # expects what Kubernetes does; "skip": outside the Kubernetes environment, counted with the reason.
 REASONS: list[tuple[str, str, str, str]] = [
     (r"^string_ext/reverse/", "", "skip", "strings extension version 3 (reverse): Kubernetes enables version 2"),
-    (r"^namespace/namespace_shadowing/", "", "skip",
-     "qualified (dotted) variable names shadowing comprehension variables: Kubernetes declares none"),
+    (
+        r"^namespace/namespace_shadowing/",
+        "",
+        "skip",
+        "qualified (dotted) variable names shadowing comprehension variables: Kubernetes declares none",
+    ),
     (r"^string_ext/format", "", "kubernetes", FORMAT),
-    (r"^string_ext/value_errors/(last)?indexof_out_of_range", "", "kubernetes",
-     "cel-go v0.26.0 (Kubernetes v1.36) returns -1 for an offset past the end instead of an error"),
-    (r"^timestamps/duration_converters/get_milliseconds", "", "kubernetes",
-     "cel-go v0.26.0: getMilliseconds() on a duration returns the whole duration in milliseconds"),
-    (r"^timestamps/(timestamp|duration)_range/", "invalid (timestamp|duration) argument", "kubernetes",
-     "Kubernetes validates constant timestamp() and duration() arguments at compile time"),
-    (r"^fields/quoted_map_fields/", "unsupported syntax: '`'", "kubernetes",
-     "backtick-quoted identifiers are not enabled in the Kubernetes parser"),
-    (r"^fields/qualified_identifier_resolution/map_value_repeat_key$", "", "kubernetes",
-     "cel-go v0.26.0 folds a constant map literal with a repeated key to its last value instead of an error"),
-    (r"^fields/map_fields/map_bad_key_type_", "invalid qualifier type", "kubernetes",
-     "cel-go v0.26.0 rejects a constant bytes map key when the program is planned, before evaluation"),
-    (r"^optionals/optionals/(map_null_entry_no_such_key|map_present_key_invalid_field)$", "", "kubernetes",
-     "cel-go v0.26.0: a field selection on an optional value that is not a map yields optional.none()"),
+    (
+        r"^string_ext/value_errors/(last)?indexof_out_of_range",
+        "",
+        "kubernetes",
+        "cel-go v0.26.0 (Kubernetes v1.36) returns -1 for an offset past the end instead of an error",
+    ),
+    (
+        r"^timestamps/duration_converters/get_milliseconds",
+        "",
+        "kubernetes",
+        "cel-go v0.26.0: getMilliseconds() on a duration returns the whole duration in milliseconds",
+    ),
+    (
+        r"^timestamps/(timestamp|duration)_range/",
+        "invalid (timestamp|duration) argument",
+        "kubernetes",
+        "Kubernetes validates constant timestamp() and duration() arguments at compile time",
+    ),
+    (
+        r"^fields/quoted_map_fields/",
+        "unsupported syntax: '`'",
+        "kubernetes",
+        "backtick-quoted identifiers are not enabled in the Kubernetes parser",
+    ),
+    (
+        r"^fields/qualified_identifier_resolution/map_value_repeat_key$",
+        "",
+        "kubernetes",
+        "cel-go v0.26.0 folds a constant map literal with a repeated key to its last value instead of an error",
+    ),
+    (
+        r"^fields/map_fields/map_bad_key_type_",
+        "invalid qualifier type",
+        "kubernetes",
+        "cel-go v0.26.0 rejects a constant bytes map key when the program is planned, before evaluation",
+    ),
+    (
+        r"^optionals/optionals/(map_null_entry_no_such_key|map_present_key_invalid_field)$",
+        "",
+        "kubernetes",
+        "cel-go v0.26.0: a field selection on an optional value that is not a map yields optional.none()",
+    ),
     (r"", "no matching overload for '_[!=]=_'", "kubernetes", EQUALITY),
 ]
 # Tried after the disable_check rule: a literal with mixed types is the remaining cause of "expected type".
@@ -80,12 +118,24 @@ def build_oracle(directory: Path) -> Path:
 
 def request(mode: str, case: dict[str, Any]) -> dict[str, Any]:
     if mode == "dra":
-        return {"id": case["id"], "mode": "dra", "expr": case["expr"], "env": case["env"],
-                "features": case["features"], "device": case["device"]}  # fmt: skip
+        return {
+            "id": case["id"],
+            "mode": "dra",
+            "expr": case["expr"],
+            "env": case["env"],
+            "features": case["features"],
+            "device": case["device"],
+        }
     if mode == "cost":
         return {"id": case["id"], "mode": "cost", "expr": case["expr"]}
-    return {"id": case["id"], "mode": "expr", "expr": case["expr"], "decls": case.get("decls", {}),
-            "bindings": case.get("bindings", {}), "env": "new"}  # fmt: skip
+    return {
+        "id": case["id"],
+        "mode": "expr",
+        "expr": case["expr"],
+        "decls": case.get("decls", {}),
+        "bindings": case.get("bindings", {}),
+        "env": "new",
+    }
 
 
 def outcome(response: dict[str, Any]) -> dict[str, Any]:
@@ -142,8 +192,10 @@ def annotate(path: Path, binary: Path) -> list[str]:
         if "expect" in case and not meets(case["expect"], observed):
             why = reason_for(case, observed)
             if why is None:
-                unexplained.append(f"{path.name}: {case['id']}: {case['expr']!r}\n    expect {case['expect']}\n"
-                                   f"    kubernetes {observed}")  # fmt: skip
+                unexplained.append(
+                    f"{path.name}: {case['id']}: {case['expr']!r}\n    expect {case['expect']}\n"
+                    f"    kubernetes {observed}"
+                )
                 why = ("kubernetes", "UNEXPLAINED")
             action, reason = why
             kubernetes.update(expect=as_expectation(observed), reason=reason)

@@ -21,8 +21,19 @@ _TOKEN = re.compile(
     |(?P<punct>[{}<>:,;\[\]])""",
     re.VERBOSE,
 )
-_SIMPLE = {"n": b"\n", "t": b"\t", "r": b"\r", "a": b"\a", "b": b"\b", "f": b"\f", "v": b"\v",
-           "\\": b"\\", "'": b"'", '"': b'"', "?": b"?"}  # fmt: skip
+_SIMPLE = {
+    "n": b"\n",
+    "t": b"\t",
+    "r": b"\r",
+    "a": b"\a",
+    "b": b"\b",
+    "f": b"\f",
+    "v": b"\v",
+    "\\": b"\\",
+    "'": b"'",
+    '"': b'"',
+    "?": b"?",
+}
 
 
 def _tokens(text: str) -> list[tuple[str, str]]:

@@ -25,13 +25,24 @@ MODULE = TOOLS / "go" / "oracle"
 OUT = TOOLS.parent / "kubernetes"
 APISERVER = ("k8s.io/apiserver", "v0.36.3", "kubernetes/apiserver", "72f5171bff564be05f1011ccef0233a2ea76ebb4")
 DRA = ("k8s.io/dynamic-resource-allocation", "v0.36.3", "kubernetes/dynamic-resource-allocation", None)
-LIBRARY_HELPERS = {"quantity_test.go": "testQuantity", "semver_test.go": "testSemver", "ip_test.go": "testIP",
-                   "cidr_test.go": "testCIDR"}  # fmt: skip
-AUTHZ = ("the authorization library works on the `authorizer` variable of admission environments; device selectors "
-         "have none, so these calls do not compile there")
+LIBRARY_HELPERS = {
+    "quantity_test.go": "testQuantity",
+    "semver_test.go": "testSemver",
+    "ip_test.go": "testIP",
+    "cidr_test.go": "testCIDR",
+}
+AUTHZ = (
+    "the authorization library works on the `authorizer` variable of admission environments; device selectors "
+    "have none, so these calls do not compile there"
+)
 # Which upstream test function feeds which data file.
-LIBRARY_FILES = {"TestQuantity": "quantity", "TestSemver": "semver", "TestIP": "ip", "TestCIDR": "cidr",
-                 "TestFormat": "format"}  # fmt: skip
+LIBRARY_FILES = {
+    "TestQuantity": "quantity",
+    "TestSemver": "semver",
+    "TestIP": "ip",
+    "TestCIDR": "cidr",
+    "TestFormat": "format",
+}
 
 
 def module_dir(module: str, version: str) -> Path:
@@ -39,8 +50,7 @@ def module_dir(module: str, version: str) -> Path:
     return Path(cache) / f"{module}@{version}"
 
 
-def go_test(module: tuple[str, str, str, str | None], files: dict[str, str], package: str, run: str,
-            out: Path) -> None:
+def go_test(module: tuple[str, str, str, str | None], files: dict[str, str], package: str, run: str, out: Path) -> None:
     """Run upstream tests from a writable copy of ``module`` (Go refuses to overlay the module cache), with
     ``files`` (path inside the module -> content) replaced or added."""
     with tempfile.TemporaryDirectory() as name:
@@ -56,8 +66,7 @@ def go_test(module: tuple[str, str, str, str | None], files: dict[str, str], pac
         with (work / "go.mod").open("a") as go_mod:
             go_mod.write(f"\nreplace {module[0]} => {copy}\n")
         env = {**os.environ, "CEL_TRANSCRIBE_OUT": str(out), "GOFLAGS": "-mod=mod"}
-        subprocess.run(["go", "test", "-count=1", "-run", run, f"{module[0]}/{package}"], cwd=work, env=env,
-                       check=True)
+        subprocess.run(["go", "test", "-count=1", "-run", run, f"{module[0]}/{package}"], cwd=work, env=env, check=True)
 
 
 def patched(path: Path, helper: str) -> str:
@@ -121,21 +130,27 @@ def dra_cases(entry: dict[str, Any]) -> list[dict[str, Any]]:
             expect = {"match_error": entry["expectMatchError"], "cost": entry["expectCost"]}
         else:
             expect = {"match": entry["expectMatch"], "cost": entry["expectCost"]}
-        out.append({
-            "id": f"TestCEL/{entry['name']}-list-type-attributes-{str(gate).lower()}",
-            "expr": entry["expression"],
-            "env": "new" if entry["env"] == "NewExpressions" else "stored",
-            "features": {"consumableCapacity": entry["consumableCapacity"], "listTypeAttributes": gate},
-            "device": {"driver": entry["driver"], "allowMultipleAllocations": entry["allowMultipleAllocations"],
-                       "attributes": {k: _attribute(v) for k, v in sorted(entry["attributes"].items())},
-                       "capacity": dict(sorted(entry["capacity"].items()))},  # fmt: skip
-            "expect": expect,
-        })
+        out.append(
+            {
+                "id": f"TestCEL/{entry['name']}-list-type-attributes-{str(gate).lower()}",
+                "expr": entry["expression"],
+                "env": "new" if entry["env"] == "NewExpressions" else "stored",
+                "features": {"consumableCapacity": entry["consumableCapacity"], "listTypeAttributes": gate},
+                "device": {
+                    "driver": entry["driver"],
+                    "allowMultipleAllocations": entry["allowMultipleAllocations"],
+                    "attributes": {k: _attribute(v) for k, v in sorted(entry["attributes"].items())},
+                    "capacity": dict(sorted(entry["capacity"].items())),
+                },
+                "expect": expect,
+            }
+        )
     return out
 
 
-def write(name: str, src: dict[str, Any], mode: str, cases: list[dict[str, Any]],
-          skipped: list[dict[str, Any]] | None = None) -> None:
+def write(
+    name: str, src: dict[str, Any], mode: str, cases: list[dict[str, Any]], skipped: list[dict[str, Any]] | None = None
+) -> None:
     document = {"source": src, "mode": mode, "cases": cases, "skipped": skipped or []}
     (OUT / f"{name}.json").write_text(json.dumps(document, indent=1, ensure_ascii=False) + "\n")
     print(f"{name:10} {len(cases):4} cases")
@@ -156,8 +171,11 @@ def main() -> None:
         if test == "TestFormat":
             src["file"] = "pkg/cel/library/format_test.go"
         write(file, src, "expr", cases)
-    costs = [{"id": e["test"], "expr": e["expr"], "expect": {"estimated": e["estimated"], "runtime": e["runtime"]}}
-             for e in entries if e["helper"] == "testCost"]  # fmt: skip
+    costs = [
+        {"id": e["test"], "expr": e["expr"], "expect": {"estimated": e["estimated"], "runtime": e["runtime"]}}
+        for e in entries
+        if e["helper"] == "testCost"
+    ]
     authz = [{**c, "reason": AUTHZ} for c in costs if c["id"].startswith("TestAuthzLibrary/")]
     costs = [c for c in costs if not c["id"].startswith("TestAuthzLibrary/")]
     write("cost", source(APISERVER, "pkg/cel/library/cost_test.go"), "cost", costs, authz)

@@ -46,10 +46,9 @@ def values_equal(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     if tag == "list":
         return len(x) == len(y) and all(values_equal(p, q) for p, q in zip(x, y, strict=True))
     if tag == "map":
-        return len(x) == len(y) and all(any(values_equal(k, k2) and values_equal(v, v2) for k2, v2 in y)
-                                        for k, v in x)  # fmt: skip
+        return len(x) == len(y) and all(any(values_equal(k, k2) and values_equal(v, v2) for k2, v2 in y) for k, v in x)
     if tag == "optional":
-        return (x is None and y is None) or (x is not None and y is not None and values_equal(x, y))
+        return bool(x is None and y is None) or (x is not None and y is not None and values_equal(x, y))
     return _scalar_equal(tag, x, y)
 
 
@@ -85,9 +84,8 @@ def meets(expect: Mapping[str, Any], outcome: Outcome) -> bool:
     if "match" in expect or "match_error" in expect:
         return _dra_meets(expect, outcome)
     if "estimated" in expect:
-        return list(outcome.get("estimated") or []) == expect["estimated"] and outcome.get("actual") == expect[
-            "runtime"
-        ]
+        same_estimate = list(outcome.get("estimated") or []) == expect["estimated"]
+        return same_estimate and bool(outcome.get("actual") == expect["runtime"])
     raise ValueError(f"unknown expectation {dict(expect)}")
 
 

@@ -37,9 +37,20 @@ from phalanx.api.quantity import parse_quantity
 __all__ = ["DATA", "Result", "decode", "encode", "load", "parse_type", "run_case", "run_suite"]
 
 DATA = Path(__file__).resolve().parents[5] / "tests" / "data" / "cel"
-_SIMPLE = {"int": t.INT, "uint": t.UINT, "double": t.DOUBLE, "bool": t.BOOL, "string": t.STRING, "bytes": t.BYTES,
-           "null_type": t.NULL, "dyn": t.DYN, "any": t.ANY, "timestamp": t.TIMESTAMP, "duration": t.DURATION,
-           "type": t.TYPE}  # fmt: skip
+_SIMPLE = {
+    "int": t.INT,
+    "uint": t.UINT,
+    "double": t.DOUBLE,
+    "bool": t.BOOL,
+    "string": t.STRING,
+    "bytes": t.BYTES,
+    "null_type": t.NULL,
+    "dyn": t.DYN,
+    "any": t.ANY,
+    "timestamp": t.TIMESTAMP,
+    "duration": t.DURATION,
+    "type": t.TYPE,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,18 +88,26 @@ def parse_type(text: str) -> CelType:
 def decode(value: Mapping[str, Any]) -> object:
     """A tagged value as a phalanx CEL value."""
     ((tag, body),) = value.items()
-    simple = {"int": int, "uint": lambda s: UInt(int(s)), "string": str, "bool": bool, "null": lambda _: None,
-              "bytes_b64": base64.b64decode, "quantity": lambda s: Quantity(parse_quantity(s)),
-              "semver": parse_semver, "timestamp_ns": lambda s: Timestamp(int(s)),
-              "duration": lambda s: Duration(int(s.removesuffix("ns")))}  # fmt: skip
+    simple = {
+        "int": int,
+        "uint": lambda s: UInt(int(s)),
+        "string": str,
+        "bool": bool,
+        "null": lambda _: None,
+        "bytes_b64": base64.b64decode,
+        "quantity": lambda s: Quantity(parse_quantity(s)),
+        "semver": parse_semver,
+        "timestamp_ns": lambda s: Timestamp(int(s)),
+        "duration": lambda s: Duration(int(s.removesuffix("ns"))),
+    }
     if tag in simple:
         return simple[tag](body)  # type: ignore[operator]
     if tag == "double":
-        return {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}.get(body, None) or float(body)
+        return {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}.get(body) or float(body)
     if tag == "list":
         return [decode(v) for v in body]
     if tag == "map":
-        return {decode(k): decode(v) for k, v in body}  # type: ignore[misc]
+        return {decode(k): decode(v) for k, v in body}
     raise ValueError(f"unknown tag {tag}")
 
 
@@ -103,14 +122,22 @@ def _double(value: float) -> str:
 def encode(value: object) -> dict[str, Any]:
     """A phalanx CEL value as a tagged value."""
     scalars: list[tuple[type | tuple[type, ...], Any]] = [
-        (bool, lambda v: {"bool": v}), (UInt, lambda v: {"uint": str(int(v))}), (int, lambda v: {"int": str(v)}),
-        (float, lambda v: {"double": _double(v)}), (str, lambda v: {"string": v}),
-        (bytes, lambda v: {"bytes_b64": base64.b64encode(v).decode()}), (type(None), lambda v: {"null": None}),
-        (Quantity, lambda v: {"quantity": str(v.value)}), (Semver, lambda v: {"semver": str(v)}),
-        (Timestamp, lambda v: {"timestamp_ns": str(v.nanos)}), (Duration, lambda v: {"duration": f"{v.nanos}ns"}),
-        (CelType, lambda v: {"type": v.display()}), (lib_kubernetes.IP, lambda v: {"ip": str(v)}),
-        (lib_kubernetes.CIDR, lambda v: {"cidr": str(v)}), (NamedFormat, lambda v: {"format": v.name}),
-    ]  # fmt: skip
+        (bool, lambda v: {"bool": v}),
+        (UInt, lambda v: {"uint": str(int(v))}),
+        (int, lambda v: {"int": str(v)}),
+        (float, lambda v: {"double": _double(v)}),
+        (str, lambda v: {"string": v}),
+        (bytes, lambda v: {"bytes_b64": base64.b64encode(v).decode()}),
+        (type(None), lambda v: {"null": None}),
+        (Quantity, lambda v: {"quantity": str(v.value)}),
+        (Semver, lambda v: {"semver": str(v)}),
+        (Timestamp, lambda v: {"timestamp_ns": str(v.nanos)}),
+        (Duration, lambda v: {"duration": f"{v.nanos}ns"}),
+        (CelType, lambda v: {"type": v.display()}),
+        (lib_kubernetes.IP, lambda v: {"ip": str(v)}),
+        (lib_kubernetes.CIDR, lambda v: {"cidr": str(v)}),
+        (NamedFormat, lambda v: {"format": v.name}),
+    ]
     for kind, make in scalars:
         if isinstance(value, kind):
             return make(value)  # type: ignore[no-any-return]
@@ -137,7 +164,9 @@ def _cost_environment() -> Environment:
     """cost_test.go's environment: no optimizer, no validators, strings at most 12 long, and its JSONPatch library."""
     from phalanx.api.cel.decls import Function, Overload
 
-    escape = Function("jsonpatch.escapeKey", (Overload("string_to_escaped_string", (t.STRING,), t.STRING, _escape_key),))
+    escape = Function(
+        "jsonpatch.escapeKey", (Overload("string_to_escaped_string", (t.STRING,), t.STRING, _escape_key),)
+    )
     return kubernetes_environment({}, (escape,), optimize=False, validators=False, sizes=_test_sizes)
 
 
@@ -178,9 +207,13 @@ def _run_dra(case: Mapping[str, Any]) -> dict[str, Any]:
         return {"compile_error": problem}
     outcome: dict[str, Any] = {"estimated": [0, program.estimate_cost()[1]]}
     device = case["device"]
-    view = device_view(device["driver"], {k: _attribute(v) for k, v in device["attributes"].items()},
-                       {k: DeviceCapacity(value=v) for k, v in device["capacity"].items()},
-                       bool(device.get("allowMultipleAllocations")), features.list_type_attributes)  # fmt: skip
+    view = device_view(
+        device["driver"],
+        {k: _attribute(v) for k, v in device["attributes"].items()},
+        {k: DeviceCapacity(value=v) for k, v in device["capacity"].items()},
+        bool(device.get("allowMultipleAllocations")),
+        features.list_type_attributes,
+    )
     from phalanx.api.cel.selector import Selector
 
     try:
