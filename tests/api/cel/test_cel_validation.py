@@ -93,3 +93,18 @@ def test_public_names_other_helpers_code_against() -> None:
     }
     assert contract <= set(cel.__all__)
     assert all(hasattr(cel, name) for name in cel.__all__)
+
+
+def test_validate_cel_expression_reports_at_the_given_path_in_kube_apiserver_words() -> None:
+    from phalanx.api.validation.dra_fields import validate_cel_expression
+
+    at = "spec.deviceSelector.selectors[0].cel.expression"  # where a v1.37 DeviceTaintRule keeps its selectors
+    errors = validate_cel_expression(at, "[1, 'a'].size() > 0")
+    assert [(e.path, e.message) for e in errors] == [
+        (
+            at,
+            "Invalid value: \"[1, 'a'].size() > 0\": compilation failed: ERROR: <input>:1:5: expected type 'int' "
+            "but found 'string'\n | [1, 'a'].size() > 0\n | ....^",
+        )
+    ]
+    assert validate_cel_expression(at, "device.driver == 'gpu.example.com'") == []
