@@ -104,7 +104,8 @@ class Planner:
             folded = _set_membership(args[0], args[1].value)
             if folded is not None:
                 return folded
-        plan = _call(function, overloads, args)
+        static = [self.checked.type_of(a) for a in operands]
+        plan = _call(function, overloads, args, _statically_matched(overloads, static))
         if self.optimize and function in _CONVERSIONS and len(args) == 1 and isinstance(args[0], _Constant):
             return _fold(plan)
         return plan
@@ -212,12 +213,23 @@ def _unwrap(value: object) -> object:
     return value.value if isinstance(value, Optional) else value
 
 
-def _call(function: str, overloads: Sequence[Overload], args: Sequence[Plan]) -> Plan:
+def _statically_matched(overloads: Sequence[Overload], static: Sequence[CelType]) -> bool:
+    """The checker proved the only overload's parameter types: no runtime type guard is needed."""
+    if len(overloads) != 1 or len(overloads[0].params) != len(static):
+        return False
+    dynamic = ("dyn", "any", "type_param", "error")
+    return all(
+        p.kind not in dynamic and s.kind not in dynamic and p.kind == s.kind and p.name == s.name and not p.params
+        for p, s in zip(overloads[0].params, static, strict=True)
+    )
+
+
+def _call(function: str, overloads: Sequence[Overload], args: Sequence[Plan], proven: bool = False) -> Plan:
     """A function call: dispatch to the overload matching the runtime values, then charge its cost."""
     coster = call_coster(function, overloads)
     constant_cost = coster if isinstance(coster, int) else None
     only = overloads[0] if len(overloads) == 1 else None
-    unguarded = only is not None and not only.guard
+    unguarded = only is not None and (not only.guard or proven)
 
     def call(frame: Frame) -> object:
         values = [arg(frame) for arg in args]
