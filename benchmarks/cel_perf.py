@@ -16,7 +16,7 @@ from collections.abc import Callable
 from functools import cache
 from typing import Any
 
-from phalanx.api.cel import COST_LIMIT, CelError, device_view
+from phalanx.api.cel import COST_LIMIT, CelError, Features, device_view
 from phalanx.api.cel.selector import Selector, _compile
 from phalanx.api.dra import DeviceAttribute, DeviceCapacity
 
@@ -53,8 +53,7 @@ def phalanx_runner(expression: str) -> Callable[[], object]:
     attributes = {k: DeviceAttribute(version=v) if k == "driverVersion" else DeviceAttribute(string=v)
                   for k, v in ATTRIBUTES.items()}  # fmt: skip
     device = device_view("gpu.nvidia.com", attributes, {"memory": DeviceCapacity(value="81559Mi")}, False)
-    syntax, plan = _compile(expression)  # uncached, so that compile time is measured
-    selector = Selector(expression, plan, syntax)
+    selector = Selector(expression, _compile(expression, Features(), stored=True))  # uncached: compile is measured
     return lambda: selector.evaluate(device, COST_LIMIT)
 
 

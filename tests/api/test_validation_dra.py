@@ -472,7 +472,10 @@ CLASS_CASES = [
                 "selectors": [
                     cel("1 + 2"),
                     cel("device.driver =="),
-                    cel("device.attributes.all(d, device.attributes.all(e, device.attributes.all(f, d == f)))"),
+                    cel(
+                        "device.attributes.all(d, device.attributes.all(e, device.attributes.all(f, "
+                        "device.attributes.all(g, d == g))))"
+                    ),
                 ]
             }
         },
@@ -480,7 +483,8 @@ CLASS_CASES = [
             'spec.selectors[0].cel.expression: Invalid value: "1 + 2": must evaluate to bool or the unknown type, '
             "not int",
             'spec.selectors[1].cel.expression: Invalid value: "device.driver ==": compilation failed: ERROR: '
-            "<input>:1:17: Syntax error: mismatched input '<EOF>' expecting <expression>\n | device.driver ==\n"
+            "<input>:1:17: Syntax error: mismatched input '<EOF>' expecting {'[', '{', '(', '.', '-', '!', 'true', "
+            "'false', 'null', NUM_FLOAT, NUM_INT, NUM_UINT, STRING, BYTES, IDENTIFIER}\n | device.driver ==\n"
             " | ................^",
             "spec.selectors[2].cel.expression: Forbidden: too complex, exceeds cost limit",
         ],

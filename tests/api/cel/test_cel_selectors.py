@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from cel_devices import h100
 
-from phalanx.api.cel import compile_selector
+from phalanx.api.cel import CelError, Features, compile_selector, device_view
+from phalanx.api.dra import DeviceAttribute
 
 GPU = 'device.attributes["gpu.nvidia.com"]'
 
@@ -63,11 +64,10 @@ CASES = [
         "[1, 2, 3].isSorted() && [1, 2, 3].sum() == 6 && [3, 1].min() == 1 && [1, 2, 1].lastIndexOf(1) == 2",
         True,
     ),
-    ("includes-list", f"{GPU}.partitions.includes(4)", True),
     ("includes-scalar", f"{GPU}.architecture.includes('Hopper')", True),
     (
         "quantity-library",
-        "quantity('1.5Gi').add(quantity('512Mi')).compareTo(quantity('2Gi')) == 0 && quantity('2').sub(3).sign() == -1",
+        "quantity('1.5Gi').add(quantity('512Mi')).compareTo(quantity('2Gi')) == 0 && sign(quantity('2').sub(3)) == -1",
         True,
     ),
     (
@@ -96,3 +96,20 @@ def test_same_expression_gives_same_selector_object() -> None:
     expression = "device.driver == 'gpu.nvidia.com'"
     assert compile_selector(expression) is compile_selector(expression)
     assert compile_selector(expression).expression == expression
+
+
+def test_includes_works_on_list_attributes_when_the_gate_is_on() -> None:
+    selector = compile_selector(f"{GPU}.partitions.includes(4)", Features(list_type_attributes=True))
+    assert selector.matches(h100(list_attributes=True)) is True
+
+
+def test_a_list_attribute_fails_every_selector_when_the_gate_is_off() -> None:
+    view = device_view(
+        "gpu.nvidia.com",
+        {"type": DeviceAttribute(string="gpu"), "partitions": DeviceAttribute(ints=[1])},
+        {},
+        False,
+        list_attributes=False,
+    )
+    with pytest.raises(CelError, match="attribute partitions: unsupported attribute value"):
+        compile_selector(f"{GPU}.type == 'gpu'").matches(view)

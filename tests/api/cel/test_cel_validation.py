@@ -5,7 +5,15 @@ from __future__ import annotations
 import pytest
 from cel_devices import h100
 
-from phalanx.api.cel import MAX_EXPRESSION_BYTES, CelError, Quantity, Semver, check_selector, device_view
+from phalanx.api.cel import (
+    MAX_EXPRESSION_BYTES,
+    CelError,
+    Quantity,
+    Semver,
+    check_selector,
+    compile_selector,
+    device_view,
+)
 from phalanx.api.dra import DeviceAttribute, DeviceCapacity
 
 
@@ -54,9 +62,10 @@ def test_device_view_groups_names_by_domain() -> None:
     assert device.capacity["gpu.nvidia.com"]["memory"] == Quantity(81559 * 2**20)
 
 
-def test_device_view_rejects_a_version_that_is_not_semver() -> None:
-    with pytest.raises(CelError, match=r"attribute driverVersion: parse semantic version: invalid semver: 580\.95"):
-        device_view("gpu.nvidia.com", {"driverVersion": DeviceAttribute(version="580.95")}, {}, False)
+def test_a_version_that_is_not_semver_fails_evaluation_on_that_device() -> None:
+    view = device_view("gpu.nvidia.com", {"driverVersion": DeviceAttribute(version="580.95")}, {}, False)
+    with pytest.raises(CelError, match=r"attribute driverVersion: parse semantic version: No Major\.Minor\.Patch"):
+        compile_selector("true").matches(view)
 
 
 def test_device_view_rejects_a_bad_capacity() -> None:
@@ -72,7 +81,30 @@ def test_deep_nesting_is_a_clear_error() -> None:
 def test_public_names_other_helpers_code_against() -> None:
     import phalanx.api.cel as cel
 
-    contract = {"COST_LIMIT", "MAX_EXPRESSION_BYTES", "CelError", "DeviceView", "Selector", "check_selector",
-                "compile_selector", "device_view"}  # fmt: skip
+    contract = {
+        "COST_LIMIT",
+        "MAX_EXPRESSION_BYTES",
+        "CelError",
+        "DeviceView",
+        "Selector",
+        "check_selector",
+        "compile_selector",
+        "device_view",
+    }
     assert contract <= set(cel.__all__)
     assert all(hasattr(cel, name) for name in cel.__all__)
+
+
+def test_validate_cel_expression_reports_at_the_given_path_in_kube_apiserver_words() -> None:
+    from phalanx.api.validation.dra_fields import validate_cel_expression
+
+    at = "spec.deviceSelector.selectors[0].cel.expression"  # where a v1.37 DeviceTaintRule keeps its selectors
+    errors = validate_cel_expression(at, "[1, 'a'].size() > 0")
+    assert [(e.path, e.message) for e in errors] == [
+        (
+            at,
+            "Invalid value: \"[1, 'a'].size() > 0\": compilation failed: ERROR: <input>:1:5: expected type 'int' "
+            "but found 'string'\n | [1, 'a'].size() > 0\n | ....^",
+        )
+    ]
+    assert validate_cel_expression(at, "device.driver == 'gpu.example.com'") == []

@@ -1,166 +1,113 @@
-"""The macros that bind variables: ``all``, ``exists``, ``exists_one``, ``map``, ``filter``, ``cel.bind``,
-``optMap`` and ``optFlatMap``.
+"""Comprehensions (every macro, ``cel.bind`` included) evaluated as cel-go's fold.
 
-Lists iterate their elements (two-variable forms: index and element), maps their keys (two-variable forms: key
-and value). Each iteration costs one unit on top of its body. ``all`` is false if any element is false even when
-another element errs, and ``exists`` true if any is true, matching cel-go's macro expansion.
+Lists iterate their elements (two variables: index and element), maps their keys (two variables: key and value).
+The accumulator starts lazily, the first time it is read (so ``cel.bind`` costs its initialiser only when used);
+each iteration evaluates the condition (stopping when it is false) and the step, whose error becomes the
+accumulator's value rather than ending the loop, exactly as cel-go keeps error values.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
 from phalanx.api.cel.errors import CelError
-from phalanx.api.cel.frame import COST_EXCEEDED, Frame, Plan
-from phalanx.api.cel.syntax import Comprehension
-from phalanx.api.cel.values import NONE, Optional, type_name
+from phalanx.api.cel.frame import CostExceeded, Frame, Lazy, Plan
+from phalanx.api.cel.nodes import Fold
 
 if TYPE_CHECKING:
-    from phalanx.api.cel.planner import Planner, Typed
+    from phalanx.api.cel.interpreter import Planner
 
-__all__ = ["plan_comprehension"]
+__all__ = ["go_type_name", "plan_fold"]
 
 _MISSING = object()
-Body = Callable[[Frame], object]
+_GO_TYPES = {
+    "bool": "types.Bool",
+    "int": "types.Int",
+    "uint": "types.Uint",
+    "double": "types.Double",
+    "string": "types.String",
+    "bytes": "types.Bytes",
+    "null_type": "types.Null",
+    "kubernetes.Semver": "cel.Semver",
+    "kubernetes.Quantity": "cel.Quantity",
+    "google.protobuf.Timestamp": "types.Timestamp",
+    "google.protobuf.Duration": "types.Duration",
+    "optional_type": "*types.Optional",
+    "type": "*types.Type",
+}
 
 
-def _items(range_value: object, two: bool, kind: str) -> Iterator[tuple[object, ...]]:
-    if isinstance(range_value, Mapping):
-        return ((key, range_value[key]) if two else (key,) for key in range_value)
-    if isinstance(range_value, list | tuple):
-        return ((i, v) for i, v in enumerate(range_value)) if two else ((v,) for v in range_value)
-    raise CelError(f"expression of type '{type_name(range_value)}' cannot be the range of a comprehension "
-                   f"(must be list, map, or dynamic)")  # fmt: skip
+def go_type_name(value: object) -> str:
+    """The Go type cel-go names in "expected iterable type" errors."""
+    from phalanx.api.cel.values import type_name
+
+    name = type_name(value)
+    return _GO_TYPES.get(name, name)
 
 
-def _iterate(frame: Frame, names: tuple[str, ...], items: Iterator[tuple[object, ...]]) -> Iterator[None]:
-    """Binds the loop variables for each item, restoring shadowed variables afterwards."""
-    saved = [frame.variables.get(name, _MISSING) for name in names]
-    try:
-        for item in items:
-            frame.charge(1)
-            for name, value in zip(names, item, strict=True):
-                frame.variables[name] = value
-            yield
-    finally:
-        for name, old in zip(names, saved, strict=True):
-            if old is _MISSING:
-                frame.variables.pop(name, None)
-            else:
-                frame.variables[name] = old
+def _items(value: object, two: bool) -> Iterator[tuple[object, ...]]:
+    if isinstance(value, list | tuple):
+        return ((i, v) for i, v in enumerate(value)) if two else ((v,) for v in value)
+    if isinstance(value, Mapping):
+        return ((k, value[k]) for k in list(value)) if two else ((k,) for k in list(value))
+    if two:
+        raise CelError(f"unsupported comprehension range type: {go_type_name(value)}")
+    raise CelError(f"got '{go_type_name(value)}', expected iterable type")
 
 
-def _quantifier(names: tuple[str, ...], source: Plan, predicate: Plan, decisive: bool) -> Plan:
-    def quantifier(frame: Frame) -> object:
-        first_error: CelError | None = None
-        for _ in _iterate(frame, names, _items(source(frame), len(names) == 2, "all")):
-            try:
-                value = predicate(frame)
-            except CelError as error:
-                if str(error) == COST_EXCEEDED:
-                    raise
-                first_error = first_error or error
-                continue
-            if value is decisive:
-                return decisive
-            if not isinstance(value, bool):
-                first_error = first_error or CelError(f"no matching overload for '_&&_' applied to "
-                                                      f"'(bool, {type_name(value)})'")  # fmt: skip
-        if first_error is not None:
-            raise first_error
-        return not decisive
-
-    return quantifier
+def _settled(value: object) -> Lazy:
+    holder = Lazy(lambda frame: None)
+    holder.done, holder.value = True, value
+    return holder
 
 
-def _exists_one(names: tuple[str, ...], source: Plan, predicate: Plan) -> Plan:
-    def exists_one(frame: Frame) -> object:
-        count = 0
-        for _ in _iterate(frame, names, _items(source(frame), False, "exists_one")):
-            value = predicate(frame)
-            if not isinstance(value, bool):
-                raise CelError(f"no matching overload for 'exists_one' predicate of type '{type_name(value)}'")
-            count += value
-        return count == 1
+def plan_fold(planner: Planner, node: Fold) -> Plan:
+    iter_range, init = planner.plan(node.iter_range), planner.plan(node.accu_init)
+    condition, step, result = planner.plan(node.condition), planner.plan(node.step), planner.plan(node.result)
+    names = (node.iter_var, node.iter_var2) if node.iter_var2 else (node.iter_var,)
+    accu, two = node.accu_var, bool(node.iter_var2)
+    bind = node.is_bind()
 
-    return exists_one
+    def fold(frame: Frame) -> object:
+        variables = frame.variables
+        saved = {n: variables.get(n, _MISSING) for n in (*names, accu)}
+        variables[accu] = Lazy(init)
+        try:
+            if not bind:
+                _loop(frame, _items(iter_range(frame), two), names, accu, condition, step)
+            for name in names:
+                variables.pop(name, None)
+                if saved[name] is not _MISSING:
+                    variables[name] = saved[name]
+            return result(frame)
+        finally:
+            for name, old in saved.items():
+                if old is _MISSING:
+                    variables.pop(name, None)
+                else:
+                    variables[name] = old
 
-
-def _map(names: tuple[str, ...], source: Plan, transform: Plan, keep: Plan | None) -> Plan:
-    def mapped(frame: Frame) -> object:
-        result: list[object] = []
-        for _ in _iterate(frame, names, _items(source(frame), False, "map")):
-            if keep is not None:
-                chosen = keep(frame)
-                if not isinstance(chosen, bool):
-                    raise CelError(f"no matching overload for filter predicate of type '{type_name(chosen)}'")
-                if not chosen:
-                    continue
-            result.append(transform(frame))
-        return result
-
-    return mapped
-
-
-def _filter(names: tuple[str, ...], source: Plan, predicate: Plan) -> Plan:
-    def filtered(frame: Frame) -> object:
-        result: list[object] = []
-        for _ in _iterate(frame, names, _items(source(frame), False, "filter")):
-            item = frame.variables[names[0]]
-            chosen = predicate(frame)
-            if not isinstance(chosen, bool):
-                raise CelError(f"no matching overload for filter predicate of type '{type_name(chosen)}'")
-            if chosen:
-                result.append(item)
-        return result
-
-    return filtered
+    return fold
 
 
-def _bind(names: tuple[str, ...], init: Plan, body: Plan) -> Plan:
-    def bind(frame: Frame) -> object:
-        value = init(frame)
-        for _ in _iterate(frame, names, iter([(value,)])):
-            return body(frame)
-        raise AssertionError("unreachable")
-
-    return bind
-
-
-def _optional_map(names: tuple[str, ...], source: Plan, body: Plan, flat: bool) -> Plan:
-    def optional_map(frame: Frame) -> object:
-        optional = source(frame)
-        if not isinstance(optional, Optional):
-            raise CelError(f"no matching overload for 'optMap' applied to '({type_name(optional)})'")
-        if not optional.present:
-            return NONE
-        for _ in _iterate(frame, names, iter([(optional.value,)])):
-            result = body(frame)
-            if flat and not isinstance(result, Optional):
-                raise CelError(f"optFlatMap must return an optional, got '{type_name(result)}'")
-            return result if flat else Optional(True, result)
-        raise AssertionError("unreachable")
-
-    return optional_map
-
-
-def plan_comprehension(planner: Planner, node: Comprehension, scope: Mapping[str, str]) -> Typed:
-    source, source_type = planner.plan(node.range, scope)
-    if node.kind == "bind":
-        body_plan, body_type = planner.plan(node.args[0], {**scope, node.variables[0]: source_type})
-        return _bind(node.variables, source, body_plan), body_type
-    inner = {**scope, **dict.fromkeys(node.variables, "dyn")}
-    bodies = [planner.plan(arg, inner) for arg in node.args]
-    plans = [plan for plan, _ in bodies]
-    names, kind = node.variables, node.kind
-    if kind in ("all", "exists"):
-        return _quantifier(names, source, plans[0], decisive=kind == "exists"), "bool"
-    if kind == "exists_one":
-        return _exists_one(names, source, plans[0]), "bool"
-    if kind == "map":
-        keep, transform = (plans[0], plans[1]) if len(plans) == 2 else (None, plans[0])
-        return _map(names, source, transform, keep), "list"
-    if kind == "filter":
-        return _filter(names, source, plans[0]), "list"
-    return _optional_map(names, source, plans[0], flat=kind == "optFlatMap"), "optional_type"
+def _loop(
+    frame: Frame, items: Iterator[tuple[object, ...]], names: tuple[str, ...], accu: str, condition: Plan, step: Plan
+) -> None:
+    variables = frame.variables
+    for item in items:
+        for name, value in zip(names, item, strict=True):
+            variables[name] = value
+        try:
+            if condition(frame) is False:
+                return
+        except CostExceeded:
+            raise
+        except CelError:
+            pass  # a condition that errs does not stop the loop
+        try:
+            variables[accu] = _settled(step(frame))
+        except CostExceeded:
+            raise
+        except CelError as error:
+            variables[accu] = _settled(error)

@@ -1,49 +1,38 @@
-"""``&&``, ``||`` and ``?:`` with CEL's commutative error rules.
+"""``&&``, ``||``, ``?:`` and ``@not_strictly_false`` with CEL's commutative error rules and no cost of their own.
 
-``false && error`` and ``error && false`` are both false; ``true || error`` and ``error || true`` are both true.
-An error survives only when the other operand cannot decide. A non-bool operand counts as an error.
+``false && error`` and ``error && false`` are both false; ``true || error`` and ``error || true`` both true. An
+error survives only when the other operand cannot decide; a non-bool operand counts as "no such overload".
+Running out of cost is never absorbed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from phalanx.api.cel.errors import CelError
-from phalanx.api.cel.frame import Frame, Plan
-from phalanx.api.cel.overloads import no_overload
-from phalanx.api.cel.syntax import Call
+from phalanx.api.cel.frame import CostExceeded, Frame, Plan
+from phalanx.api.cel.nodes import Call
+from phalanx.api.cel.runtime import no_such_overload
 
 if TYPE_CHECKING:
-    from phalanx.api.cel.planner import Planner, Typed
+    from phalanx.api.cel.interpreter import Planner
 
-__all__ = ["plan_and", "plan_conditional", "plan_or"]
-
-
-def _operands(planner: Planner, node: Call, scope: Mapping[str, str]) -> tuple[Plan, Plan]:
-    (left, left_type), (right, right_type) = (planner.plan(arg, scope) for arg in node.args)
-    for arg, kind in zip(node.args, (left_type, right_type), strict=True):
-        if kind not in ("bool", "dyn"):
-            raise planner.error(arg, f"found no matching overload for '{node.function}' applied to "
-                                     f"'({left_type}, {right_type})'")  # fmt: skip
-    return left, right
+__all__ = ["plan_and", "plan_conditional", "plan_not_strictly_false", "plan_or"]
 
 
 def _attempt(plan: Plan, frame: Frame) -> tuple[object, CelError | None]:
     try:
         return plan(frame), None
+    except CostExceeded:
+        raise
     except CelError as error:
-        if str(error).startswith("operation cancelled"):
-            raise  # running out of budget is never absorbed
         return None, error
 
 
-def _logical(planner: Planner, node: Call, scope: Mapping[str, str], decisive: bool) -> Typed:
-    left, right = _operands(planner, node, scope)
-    function = node.function
+def _logical(planner: Planner, node: Call, decisive: bool) -> Plan:
+    left, right = (planner.plan(arg) for arg in node.args)
 
     def logical(frame: Frame) -> object:
-        frame.charge(1)
         lhs, left_error = _attempt(left, frame)
         if lhs is decisive:
             return decisive
@@ -52,38 +41,46 @@ def _logical(planner: Planner, node: Call, scope: Mapping[str, str], decisive: b
             return decisive
         if left_error is not None:
             raise left_error
+        if not isinstance(lhs, bool):
+            raise no_such_overload()
         if right_error is not None:
             raise right_error
-        if isinstance(lhs, bool) and isinstance(rhs, bool):
-            return not decisive
-        raise no_overload(function, [lhs, rhs])
+        if not isinstance(rhs, bool):
+            raise no_such_overload()
+        return not decisive
 
-    return logical, "bool"
-
-
-def plan_and(planner: Planner, node: Call, scope: Mapping[str, str]) -> Typed:
-    return _logical(planner, node, scope, decisive=False)
+    return logical
 
 
-def plan_or(planner: Planner, node: Call, scope: Mapping[str, str]) -> Typed:
-    return _logical(planner, node, scope, decisive=True)
+def plan_and(planner: Planner, node: Call) -> Plan:
+    return _logical(planner, node, decisive=False)
 
 
-def plan_conditional(planner: Planner, node: Call, scope: Mapping[str, str]) -> Typed:
-    (condition, condition_type), (then, then_type), (otherwise, other_type) = (
-        planner.plan(arg, scope) for arg in node.args
-    )
-    if condition_type not in ("bool", "dyn"):
-        raise planner.error(node.args[0], f"found no matching overload for '_?_:_' applied to "
-                                          f"'({condition_type}, {then_type}, {other_type})'")  # fmt: skip
+def plan_or(planner: Planner, node: Call) -> Plan:
+    return _logical(planner, node, decisive=True)
+
+
+def plan_conditional(planner: Planner, node: Call) -> Plan:
+    condition, then, otherwise = (planner.plan(arg) for arg in node.args)
 
     def conditional(frame: Frame) -> object:
-        frame.charge(1)
         chosen = condition(frame)
         if chosen is True:
             return then(frame)
         if chosen is False:
             return otherwise(frame)
-        raise no_overload("_?_:_", [chosen])
+        raise no_such_overload()
 
-    return conditional, then_type if then_type == other_type else "dyn"
+    return conditional
+
+
+def plan_not_strictly_false(planner: Planner, node: Call) -> Plan:
+    """The loop condition of ``all``/``exists``: true unless the value is exactly false; costs 1."""
+    (operand,) = (planner.plan(arg) for arg in node.args)
+
+    def not_strictly_false(frame: Frame) -> object:
+        value, _ = _attempt(operand, frame)
+        frame.charge(1)
+        return value is not False
+
+    return not_strictly_false

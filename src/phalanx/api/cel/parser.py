@@ -1,8 +1,9 @@
 """A recursive-descent parser for the CEL grammar (cel-spec ``langdef``), producing :mod:`.syntax` nodes.
 
-Macros are expanded here, as cel-go does: ``has(a.b)``, ``r.all(x, p)``, ``r.exists(x, p)``, ``r.exists_one``,
-``r.map(x, [p,] t)``, ``r.filter(x, p)``, two-variable ``all``/``exists``, ``cel.bind(v, init, body)`` and the
-optional ``optMap``/``optFlatMap``. Namespaced functions (``optional.of``, ``sets.contains``) become one name.
+Macro calls are recognised here and kept as :class:`Comprehension` nodes (``has(a.b)``, ``all``, ``exists``,
+``exists_one``/``existsOne``, ``map``, ``filter``, the two-variable forms and ``transformList``/``transformMap``/
+``transformMapEntry``, ``sortBy``, ``cel.bind``, ``optMap``/``optFlatMap``); :mod:`.macros` expands them into
+cel-go's comprehension shape. Node positions follow cel-go: a call sits at its ``(``, a selection at its ``.``.
 """
 
 from __future__ import annotations
@@ -16,11 +17,44 @@ __all__ = ["parse"]
 _RELATIONS = {"<": "_<_", "<=": "_<=_", ">": "_>_", ">=": "_>=_", "==": "_==_", "!=": "_!=_"}
 _ADDITIVE = {"+": "_+_", "-": "_-_"}
 _MULTIPLICATIVE = {"*": "_*_", "/": "_/_", "%": "_%_"}
-_RESERVED = {"as", "break", "const", "continue", "else", "for", "function", "if", "import", "let", "loop",
-             "package", "namespace", "return", "var", "void", "while"}  # fmt: skip
-_NAMESPACES = {"optional", "sets", "strings", "math", "lists"}
-_MACROS = {"all": (2, 3), "exists": (2, 3), "exists_one": (2,), "map": (2, 3), "filter": (2,),
-           "optMap": (2,), "optFlatMap": (2,)}  # fmt: skip
+_RESERVED = {
+    "as",
+    "break",
+    "const",
+    "continue",
+    "else",
+    "for",
+    "function",
+    "if",
+    "import",
+    "let",
+    "loop",
+    "package",
+    "namespace",
+    "return",
+    "var",
+    "void",
+    "while",
+}
+# Receiver macros by argument count; the value is the number of leading arguments that name variables.
+_MACROS: dict[str, dict[int, int]] = {
+    "all": {2: 1, 3: 2},
+    "exists": {2: 1, 3: 2},
+    "exists_one": {2: 1, 3: 2},
+    "existsOne": {2: 1, 3: 2},
+    "map": {2: 1, 3: 1},
+    "filter": {2: 1},
+    "optMap": {2: 1},
+    "optFlatMap": {2: 1},
+    "sortBy": {2: 1},
+    "transformList": {3: 2, 4: 2},
+    "transformMap": {3: 2, 4: 2},
+    "transformMapEntry": {3: 2, 4: 2},
+}
+# What ANTLR lists where cel-go's grammar expects an expression.
+_EXPRESSION_START = (
+    "{'[', '{', '(', '.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, NUM_INT, NUM_UINT, STRING, BYTES, IDENTIFIER}"
+)
 # cel-go allows 250 nested levels; each level here is ~9 Python frames, so the limit keeps clear of Python's.
 _MAX_DEPTH = 100
 
@@ -160,27 +194,31 @@ class _Parser:
         if name.kind != "ident":
             self.fail(name, f"Syntax error: no viable alternative at input '.{self.describe(name).strip(chr(39))}'")
         if dot.value == "." and self.at("("):
-            self.next()
-            return self.member_call(operand, str(name.value), name.pos, self.arguments(")"))
-        return Select(name.pos, operand, str(name.value), optional=dot.value == ".?")
+            paren = self.next()
+            return self.member_call(operand, str(name.value), paren.pos, self.arguments(")"))
+        return Select(dot.pos, operand, str(name.value), optional=dot.value == ".?")
 
     def member_call(self, target: Expr, function: str, pos: int, args: list[Expr]) -> Expr:
-        if isinstance(target, Ident) and target.name in _NAMESPACES:
-            return Call(pos, f"{target.name}.{function}", None, tuple(args))
-        if isinstance(target, Ident) and target.name == "cel" and function == "bind":
-            return self.macro(target, "bind", pos, args, (3,))
-        if function in _MACROS and len(args) in _MACROS[function]:
-            return self.macro(target, function, pos, args, _MACROS[function])
+        if isinstance(target, Ident) and target.name == "cel" and function == "bind" and len(args) == 3:
+            return self.macro(target, "bind", pos, args, 1)
+        variables = _MACROS.get(function, {}).get(len(args))
+        if variables is not None:
+            return self.macro(target, function, pos, args, variables)
         return Call(pos, function, target, tuple(args))
 
-    def macro(self, target: Expr, kind: str, pos: int, args: list[Expr], arities: tuple[int, ...]) -> Expr:
-        variables = len(args) - 1 if kind in ("all", "exists") else 1
-        if kind == "map":
-            variables = 1
+    def macro(self, target: Expr, kind: str, pos: int, args: list[Expr], variables: int) -> Expr:
         names: list[str] = []
         for arg in args[:variables]:
             if not isinstance(arg, Ident):
-                raise located(self.expression, arg.pos, f"{kind}() variable name must be a simple identifier")
+                message = {
+                    "bind": "cel.bind() variable names must be simple identifiers",
+                    "optMap": "optMap() variable name must be a simple identifier",
+                    "optFlatMap": "optFlatMap() variable name must be a simple identifier",
+                    "map": "argument is not an identifier",
+                    "filter": "argument is not an identifier",
+                    "sortBy": "argument is not an identifier",
+                }.get(kind, "argument must be a simple name")
+                raise located(self.expression, arg.pos, message)
             names.append(arg.name)
         if kind == "bind":
             return Comprehension(pos, "bind", args[1], tuple(names), (args[2],))
@@ -210,11 +248,11 @@ class _Parser:
             inner = self.expr()
             self.expect(")")
             return inner
-        if token.kind == "op" and token.value == "[":
-            return self.list_literal(token)
+        if token.kind == "op" and token.value in ("[", "[?"):
+            return self.list_literal(token, first_optional=token.value == "[?")
         if token.kind == "op" and token.value == "{":
             return self.map_literal(token)
-        raise self.fail(token, f"Syntax error: mismatched input {self.describe(token)} expecting <expression>")
+        raise self.fail(token, f"Syntax error: mismatched input {self.describe(token)} expecting {_EXPRESSION_START}")
 
     def identifier(self, token: Token) -> Expr:
         name = str(token.value)
@@ -223,23 +261,23 @@ class _Parser:
             return Literal(token.pos, constants[name])
         if name in _RESERVED or name == "in":
             self.fail(token, f"Syntax error: reserved identifier: {name}")
-        if not self.accept("("):
+        paren = self.accept("(")
+        if paren is None:
             return Ident(token.pos, name)
         args = self.arguments(")")
-        if name == "has":
-            return self.has_macro(token, args)
-        return Call(token.pos, name, None, tuple(args))
+        if name == "has" and len(args) == 1:
+            return self.has_macro(paren, args)
+        return Call(paren.pos, name, None, tuple(args))
 
-    def has_macro(self, token: Token, args: list[Expr]) -> Expr:
-        if len(args) != 1 or not isinstance(args[0], Select) or args[0].optional:
-            self.fail(token, "invalid argument to has() macro")
+    def has_macro(self, paren: Token, args: list[Expr]) -> Expr:
         select = args[0]
-        assert isinstance(select, Select)
-        return Has(token.pos, select.operand, select.field)
+        if not isinstance(select, Select) or select.optional:
+            raise located(self.expression, select.pos, "invalid argument to has() macro")
+        return Has(select.pos, select.operand, select.field)
 
-    def list_literal(self, token: Token) -> Expr:
+    def list_literal(self, token: Token, first_optional: bool) -> Expr:
         elements: list[Expr] = []
-        optional: set[int] = set()
+        optional: set[int] = {0} if first_optional else set()
         while not self.accept("]"):
             if self.accept("?"):
                 optional.add(len(elements))

@@ -1,9 +1,9 @@
 """Device selectors: validation as kube-apiserver does it, compilation once, evaluation per device.
 
-:func:`check_selector` is API validation (size, compile errors, result type, estimated cost);
-:func:`compile_selector` is the scheduler's path (compile, cached, no estimate) and :meth:`Selector.matches`
-evaluates with the runtime cost limit. Runtime errors raise :class:`CelError`: they are fatal for the scheduling
-attempt, never "does not match".
+:func:`check_selector` is API validation (size, compile errors, result type, estimated cost, with the
+NewExpressions environment and the feature gates); :func:`compile_selector` is the scheduler's path
+(StoredExpressions, cached, no estimate) and :meth:`Selector.matches` evaluates with the runtime cost limit.
+Runtime errors raise :class:`CelError`: they are fatal for the scheduling attempt, never "does not match".
 """
 
 from __future__ import annotations
@@ -11,21 +11,21 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from phalanx.api.cel.cost import estimate_cost
 from phalanx.api.cel.device import DeviceView
-from phalanx.api.cel.environment import FIELD_TYPES, SCOPE, function_table
+from phalanx.api.cel.dra import Features, dra_environment
+from phalanx.api.cel.environment import Program
 from phalanx.api.cel.errors import CelError
-from phalanx.api.cel.frame import Frame, Plan
-from phalanx.api.cel.parser import parse
-from phalanx.api.cel.planner import Planner
 from phalanx.api.cel.syntax import Expr
+from phalanx.api.cel.types import Kind
 from phalanx.api.cel.values import type_name
 
-__all__ = ["COST_LIMIT", "MAX_EXPRESSION_BYTES", "Selector", "check_selector", "compile_selector"]
+__all__ = ["COST_LIMIT", "MAX_EXPRESSION_BYTES", "Selector", "check_selector", "compile_selector", "selector_cost"]
 
 MAX_EXPRESSION_BYTES = 10 * 1024
 COST_LIMIT = 1_000_000
 _CACHE_SIZE = 4096
+TOO_COMPLEX = "too complex, exceeds cost limit"
+DEFAULT_FEATURES = Features()
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,8 +33,11 @@ class Selector:
     """A compiled selector expression; immutable and safe to share between devices and threads."""
 
     expression: str
-    _plan: Plan = field(repr=False, compare=False)
-    syntax: Expr = field(repr=False, compare=False)
+    program: Program = field(repr=False, compare=False)
+
+    @property
+    def syntax(self) -> Expr:
+        return self.program.syntax
 
     def matches(self, device: DeviceView) -> bool:
         """Evaluate against one device; raises CelError on runtime errors (missing key, type mismatch, non-bool
@@ -43,45 +46,56 @@ class Selector:
 
     def evaluate(self, device: DeviceView, cost_limit: int) -> tuple[bool, int]:
         """The result and the runtime cost spent, with an explicit cost limit."""
-        frame = Frame(dict(device.variables()), cost_limit)
-        try:
-            result = self._plan(frame)
-        except RecursionError:
-            raise CelError("expression nesting too deep") from None
+        if device.error is not None:
+            raise device.error
+        result, cost = self.program.evaluate(device.variables(), cost_limit)
         if not isinstance(result, bool):
             raise CelError(f"CEL result of type {type_name(result)} could not be converted to bool")
-        return result, frame.cost
+        return result, cost
 
 
-def _compile(expression: str) -> tuple[Expr, Plan]:
-    syntax = parse(expression)
-    plan, result_type = Planner(expression, function_table(), FIELD_TYPES).plan(syntax, SCOPE)
-    if result_type not in ("bool", "dyn"):
-        raise CelError(f"must evaluate to bool or the unknown type, not {result_type}")
-    return syntax, plan
+def _result_error(program: Program, features: Features) -> str | None:
+    output = program.output_type
+    if output.kind in (Kind.BOOL, Kind.ANY) or (features.list_type_attributes and output.kind == Kind.DYN):
+        return None
+    return f"must evaluate to bool or the unknown type, not {output.display()}"
+
+
+def _compile(expression: str, features: Features, stored: bool) -> Program:
+    try:
+        return dra_environment(features, stored).compile(expression)
+    except CelError as error:
+        raise CelError(f"compilation failed: {error}") from None
 
 
 @lru_cache(maxsize=_CACHE_SIZE)
-def compile_selector(expression: str) -> Selector:
+def compile_selector(expression: str, features: Features = DEFAULT_FEATURES) -> Selector:
     """Compile once (cached: the same expression gives the same Selector object). Raises CelError."""
-    try:
-        syntax, plan = _compile(expression)
-    except RecursionError:
-        raise CelError("expression nesting too deep") from None
-    return Selector(expression, plan, syntax)
+    program = _compile(expression, features, stored=True)
+    problem = _result_error(program, features)
+    if problem is not None:
+        raise CelError(problem)
+    return Selector(expression, program)
 
 
-def check_selector(expression: str) -> list[str]:
+def selector_cost(expression: str, features: Features = DEFAULT_FEATURES) -> int:
+    """The estimated worst-case cost kube-apiserver computes for a valid selector."""
+    return _compile(expression, features, stored=False).estimate_cost()[1]
+
+
+def check_selector(expression: str, features: Features = DEFAULT_FEATURES) -> list[str]:
     """API validation of a device selector expression: empty list when valid, else messages in kube-apiserver's
-    words (compile errors, 'must evaluate to bool', 'may not be longer than 10240 bytes' style size error,
+    words (compile errors, 'must evaluate to bool', 'may not be more than 10240 bytes' size error,
     'too complex, exceeds cost limit' when the estimated cost is above COST_LIMIT)."""
     if len(expression.encode()) > MAX_EXPRESSION_BYTES:
         return [f"Too long: may not be more than {MAX_EXPRESSION_BYTES} bytes"]
     try:
-        selector = compile_selector(expression)
+        program = _compile(expression, features, stored=False)
     except CelError as error:
-        message = str(error)
-        return [message if message.startswith("must evaluate") else f"compilation failed: {message}"]
-    if estimate_cost(selector.syntax) > COST_LIMIT:
-        return ["too complex, exceeds cost limit"]
+        return [str(error)]
+    problem = _result_error(program, features)
+    if problem is not None:
+        return [problem]
+    if program.estimate_cost()[1] > COST_LIMIT:
+        return [TOO_COMPLEX]
     return []

@@ -1,19 +1,34 @@
-"""CEL runtime values that Python has no type for: uint, optional, and Kubernetes' Quantity and Semver.
+"""CEL runtime values that Python has no type for, and the runtime type of any value.
 
-``int``, ``float``, ``str``, ``bytes``, ``bool``, ``None``, lists and mappings stand for themselves. A
-:class:`DomainMap` is the ``device.attributes``/``device.capacity`` map: an unknown domain reads as an empty map,
-as in kube-scheduler, while a missing id inside a domain stays a "no such key" error.
+``int``, ``float``, ``str``, ``bytes``, ``bool``, ``None``, lists and mappings stand for themselves. :class:`UInt`
+keeps ``uint`` apart from ``int``; :class:`Timestamp` and :class:`Duration` count nanoseconds as cel-go does;
+:class:`Quantity` and :class:`Semver` are Kubernetes' types. A :class:`DomainMap` is ``device.attributes`` /
+``device.capacity``: an unknown domain reads as an empty map, a missing id inside a domain stays "no such key".
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-__all__ = ["EMPTY_MAP", "DomainMap", "Optional", "Quantity", "Semver", "UInt", "type_name"]
+from phalanx.api.cel import types as t
+from phalanx.api.cel.types import CelType
+
+__all__ = [
+    "EMPTY_MAP",
+    "NONE",
+    "DomainMap",
+    "Duration",
+    "Optional",
+    "Quantity",
+    "Semver",
+    "Timestamp",
+    "UInt",
+    "runtime_type",
+    "type_name",
+]
 
 
 class UInt(int):
@@ -31,6 +46,20 @@ class Optional:
 
 
 NONE = Optional(False)
+
+
+@dataclass(frozen=True, slots=True)
+class Timestamp:
+    """``google.protobuf.Timestamp``: nanoseconds since the Unix epoch, within years 1 to 9999."""
+
+    nanos: int
+
+
+@dataclass(frozen=True, slots=True)
+class Duration:
+    """``google.protobuf.Duration``: nanoseconds, bounded like Go's ``time.Duration`` (about 292 years)."""
+
+    nanos: int
 
 
 @dataclass(frozen=True, slots=True, order=False)
@@ -64,29 +93,6 @@ class Semver:
         return text + ("+" + ".".join(self.build) if self.build else "")
 
 
-_SEMVER = re.compile(
-    r"^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)"
-    r"(?:-((?:0|[1-9][0-9]*|[0-9]*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9][0-9]*|[0-9]*[a-zA-Z-][0-9a-zA-Z-]*))*))?"
-    r"(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$"
-)
-_LOOSE = re.compile(r"^v?([0-9]+)(?:\.([0-9]+))?(?:\.([0-9]+))?(.*)$")
-
-
-def parse_semver(text: str, normalize: bool = False) -> Semver:
-    """Parse strictly (``blang/semver`` Parse); with ``normalize``, accept ``v1``, ``1.2`` and leading zeros."""
-    if normalize:
-        loose = _LOOSE.match(text)
-        if loose:
-            parts = [str(int(p)) if p else "0" for p in loose.groups()[:3]]
-            text = ".".join(parts) + loose.group(4)
-    match = _SEMVER.match(text)
-    if match is None:
-        raise ValueError(f"invalid semver: {text}")
-    major, minor, patch, pre, build = match.groups()
-    return Semver(int(major), int(minor), int(patch), tuple(pre.split(".")) if pre else (),
-                  tuple(build.split(".")) if build else ())  # fmt: skip
-
-
 class DomainMap(Mapping[str, Mapping[str, Any]]):
     """A read-only map of domain -> map whose lookups of unknown domains give an empty map."""
 
@@ -113,19 +119,46 @@ class DomainMap(Mapping[str, Mapping[str, Any]]):
 
 EMPTY_MAP: Mapping[str, Any] = {}
 
-_TYPE_NAMES: dict[type, str] = {bool: "bool", int: "int", UInt: "uint", float: "double", str: "string",
-                                bytes: "bytes", type(None): "null_type", list: "list", tuple: "list", dict: "map",
-                                DomainMap: "map", Quantity: "kubernetes.Quantity", Semver: "kubernetes.Semver",
-                                Optional: "optional_type"}  # fmt: skip
+_RUNTIME_TYPES: dict[type, CelType] = {
+    bool: t.BOOL,
+    int: t.INT,
+    UInt: t.UINT,
+    float: t.DOUBLE,
+    str: t.STRING,
+    bytes: t.BYTES,
+    type(None): t.NULL,
+    list: CelType(t.Kind.LIST, "list"),
+    tuple: CelType(t.Kind.LIST, "list"),
+    dict: CelType(t.Kind.MAP, "map"),
+    DomainMap: CelType(t.Kind.MAP, "map"),
+    Optional: CelType(t.Kind.OPAQUE, "optional_type"),
+    Timestamp: t.TIMESTAMP,
+    Duration: t.DURATION,
+    Quantity: t.struct("kubernetes.Quantity"),
+    Semver: t.struct("kubernetes.Semver"),
+}
+
+
+def runtime_type(value: object) -> CelType:
+    """The type of a runtime value, without parameters (``type([1])`` is ``list``)."""
+    found = _RUNTIME_TYPES.get(type(value))
+    if found is not None:
+        return found
+    if isinstance(value, CelType):
+        return t.TYPE
+    if isinstance(value, Mapping):
+        return CelType(t.Kind.MAP, "map")
+    if isinstance(value, list | tuple):
+        return CelType(t.Kind.LIST, "list")
+    cel_type = getattr(value, "CEL_TYPE", None)
+    if isinstance(cel_type, CelType):
+        return cel_type
+    raise TypeError(f"not a CEL value: {type(value).__name__}")
 
 
 def type_name(value: object) -> str:
-    """The CEL type name of a runtime value, as cel-go prints it in "no matching overload" errors."""
-    name = _TYPE_NAMES.get(type(value))
-    if name is not None:
-        return name
-    if isinstance(value, Mapping):
-        return "map"
-    if isinstance(value, list | tuple):
-        return "list"
-    return type(value).__name__
+    """The CEL type name of a runtime value, as cel-go prints it in errors."""
+    try:
+        return runtime_type(value).display()
+    except TypeError:
+        return type(value).__name__

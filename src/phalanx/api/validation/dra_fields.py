@@ -15,7 +15,7 @@ from typing import TypeVar
 import msgspec
 
 from phalanx.api import dra, names
-from phalanx.api.cel import check_selector
+from phalanx.api.cel import Features, check_selector
 from phalanx.api.errors import FieldError
 from phalanx.api.validation import fields as f
 
@@ -24,6 +24,7 @@ __all__ = [
     "TAINT_EFFECTS",
     "too_long",
     "validate_binding_conditions",
+    "validate_cel_expression",
     "validate_driver_name",
     "validate_full_qualified_name",
     "validate_opaque",
@@ -44,6 +45,7 @@ _BINDING_CONDITIONS_MAX = 4
 _CEL_MAX_LENGTH = 10 * 1024
 _PARAMETERS_MAX_LENGTH = 10 * 1024
 _TOO_COMPLEX = "too complex, exceeds cost limit"
+DEFAULT_CEL_FEATURES = Features()  # v1.36 defaults: DRAConsumableCapacity on, DRAListTypeAttributes off
 TAINT_EFFECTS = ("NoExecute", "NoSchedule", "None")  # sorted, as kube-apiserver lists them
 
 _C_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -149,11 +151,11 @@ def validate_full_qualified_name(path: str, name: str) -> list[FieldError]:
 # --- selectors and configuration ---------------------------------------------------------------------------------
 
 
-def _validate_selector(path: str, selector: dra.DeviceSelector) -> list[FieldError]:
-    if selector.cel is None:
-        return [FieldError.required(f"{path}.cel")]
-    at = f"{path}.cel.expression"
-    expression = selector.cel.expression
+def validate_cel_expression(at: str, expression: str, features: Features = DEFAULT_CEL_FEATURES) -> list[FieldError]:
+    """One CEL device selector as kube-apiserver validates it (pkg/apis/resource/validation validateCELSelector):
+    compiled with the NewExpressions environment and the feature gates, cost-checked against 1,000,000.
+    ``at`` is the field path of the expression; the DeviceTaintRule validator (v1.37) calls this for
+    ``spec.deviceSelector.selectors[i].cel.expression``."""
     if len(expression.encode()) > _CEL_MAX_LENGTH:
         return [too_long(at, _CEL_MAX_LENGTH)]  # not worth compiling
     if not expression:
@@ -161,8 +163,14 @@ def _validate_selector(path: str, selector: dra.DeviceSelector) -> list[FieldErr
     # The cost rule is a Forbidden in kube-apiserver; compile problems are Invalid.
     return [
         FieldError.forbidden(at, msg) if msg == _TOO_COMPLEX else FieldError.invalid(at, expression, msg)
-        for msg in check_selector(expression)
+        for msg in check_selector(expression, features)
     ]
+
+
+def _validate_selector(path: str, selector: dra.DeviceSelector) -> list[FieldError]:
+    if selector.cel is None:
+        return [FieldError.required(f"{path}.cel")]
+    return validate_cel_expression(f"{path}.cel.expression", selector.cel.expression)
 
 
 def validate_selectors(path: str, selectors: list[dra.DeviceSelector]) -> list[FieldError]:

@@ -1,0 +1,1 @@
+"""CEL conformance suite: cases from cel-spec and Kubernetes, the runner and the pass-rate report."""
