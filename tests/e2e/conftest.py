@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from realcluster import ROOT, Cluster
+from realcluster import ROOT, Cluster, Serve, serving
 
 from phalanx.testenv import AssetsError, ControlPlane, find_assets
 
@@ -50,10 +50,17 @@ def cluster(control_plane: ControlPlane, request: pytest.FixtureRequest) -> Iter
     c.close()
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def serve_kubeconfig(control_plane: ControlPlane) -> Path:
     """The phalanx-scheduler ServiceAccount's token, as the Deployment in deploy/ would mount it."""
     return control_plane.service_account_kubeconfig("phalanx-system", "phalanx-scheduler")
+
+
+@pytest.fixture(scope="module")
+def phalanx(control_plane: ControlPlane, serve_kubeconfig: Path) -> Iterator[Serve]:
+    """One `phalanx serve` for a module's tests (each in its own namespace), leading; stopped gracefully after."""
+    with serving(control_plane, serve_kubeconfig, "serve") as s:
+        yield s
 
 
 @pytest.hookimpl(wrapper=True)
@@ -63,4 +70,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         cp = item.funcargs.get("control_plane")  # type: ignore[attr-defined]
         if isinstance(cp, ControlPlane):
             report.sections.append(("control plane logs", cp.logs(60)))
+        serve = item.funcargs.get("phalanx")  # type: ignore[attr-defined]
+        if isinstance(serve, Serve):
+            report.sections.append(("phalanx serve log", serve.tail(60)))
     return report

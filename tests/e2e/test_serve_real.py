@@ -2,20 +2,18 @@
 preemption through the Eviction API with budgets the real disruption controller keeps, DRA claims made by the real
 resourceclaim controller, the Job integration, leader failover and an API server restart with a compacted etcd.
 
-Each test runs `phalanx serve` as its own process with the phalanx-scheduler ServiceAccount's token, so a
-permission missing from deploy/01-rbac.yaml fails it. Waits are bounded only to catch hangs.
+One `phalanx serve` process runs for the whole module (per version), as a user runs it: its own process, with the
+phalanx-scheduler ServiceAccount's token, so a permission missing from deploy/01-rbac.yaml fails a test. Waits are
+bounded only to catch hangs. Leader failover and the API server restart are in test_serve_failover_real.py.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
-import signal
-from pathlib import Path
 from typing import Any
 
 import pytest
-from realcluster import Cluster, Kubelet, serving, wait_for
+from realcluster import Cluster, Kubelet, Serve, wait_for
 
 from phalanx.testenv import ControlPlane, RequestError
 
@@ -38,50 +36,48 @@ def unschedulable(c: Cluster, names: list[str]) -> bool:
     return True
 
 
-def test_gang_binds_nothing_until_all_fit_then_everything(cluster: Cluster, serve_kubeconfig: Path) -> None:
+def test_gang_binds_nothing_until_all_fit_then_everything(cluster: Cluster, phalanx: Serve) -> None:
     c = cluster
     for i in range(4):
         c.node(f"{c.ns}-n{i}", cpu="1")
     c.pod("other", cpu="1", scheduler="phalanx")  # takes one of the four nodes: room for three
     gang = [f"w{i}" for i in range(4)]
-    with serving(c.cp, serve_kubeconfig, "serve"):
-        wait_for("the lone pod to bind", lambda: c.bound(["other"]))
-        c.pod_group("train", 4)
-        for name in gang:
-            c.pod(name, group="train")
-        wait_for("the gang to be found unschedulable", lambda: settled(c, "train", "False"))
-        wait_for("every member marked unschedulable", lambda: unschedulable(c, gang))
-        assert c.bound(gang) == set()
+    wait_for("the lone pod to bind", lambda: c.bound(["other"]))
+    c.pod_group("train", 4)
+    for name in gang:
+        c.pod(name, group="train")
+    wait_for("the gang to be found unschedulable", lambda: settled(c, "train", "False"))
+    wait_for("every member marked unschedulable", lambda: unschedulable(c, gang))
+    assert c.bound(gang) == set()
 
-        c.node(f"{c.ns}-n4", cpu="1")
-        wait_for("the whole gang to bind", lambda: c.bound(gang) == set(gang))
+    c.node(f"{c.ns}-n4", cpu="1")
+    wait_for("the whole gang to bind", lambda: c.bound(gang) == set(gang))
     placement = c.placement()
     assert len({placement[n] for n in gang}) == 4
     assert placement["other"] not in {placement[n] for n in gang}
     assert settled(c, "train", "True")
 
 
-def test_two_gangs_competing_for_one_room(cluster: Cluster, serve_kubeconfig: Path) -> None:
+def test_two_gangs_competing_for_one_room(cluster: Cluster, phalanx: Serve) -> None:
     c = cluster
     for i in range(4):
         c.node(f"{c.ns}-n{i}", cpu="1")
     members = {g: [f"{g}-{i}" for i in range(3)] for g in ("a", "b")}
-    with serving(c.cp, serve_kubeconfig, "serve"):
-        for g in members:
-            c.pod_group(g, 3)
-        for g, names in members.items():
-            for n in names:
-                c.pod(n, group=g)
-        wait_for("one gang bound", lambda: any(c.bound(ns) == set(ns) for ns in members.values()))
-        winner = next(g for g, ns in members.items() if c.bound(ns) == set(ns))
-        loser = "b" if winner == "a" else "a"
-        wait_for("the other gang to be found unschedulable", lambda: settled(c, loser, "False"))
-        wait_for("its members marked unschedulable", lambda: unschedulable(c, members[loser]))
-        assert c.bound(members[loser]) == set()
+    for g in members:
+        c.pod_group(g, 3)
+    for g, names in members.items():
+        for n in names:
+            c.pod(n, group=g)
+    wait_for("one gang bound", lambda: any(c.bound(ns) == set(ns) for ns in members.values()))
+    winner = next(g for g, ns in members.items() if c.bound(ns) == set(ns))
+    loser = "b" if winner == "a" else "a"
+    wait_for("the other gang to be found unschedulable", lambda: settled(c, loser, "False"))
+    wait_for("its members marked unschedulable", lambda: unschedulable(c, members[loser]))
+    assert c.bound(members[loser]) == set()
     assert settled(c, winner, "True")
 
 
-def test_gang_lands_in_one_rack(cluster: Cluster, serve_kubeconfig: Path) -> None:
+def test_gang_lands_in_one_rack(cluster: Cluster, phalanx: Serve) -> None:
     c = cluster
     rack = "topology.kubernetes.io/rack"
     # Rack a has the most free room in total, but no single node order keeps a gang of four together unless
@@ -89,11 +85,10 @@ def test_gang_lands_in_one_rack(cluster: Cluster, serve_kubeconfig: Path) -> Non
     for i in range(6):
         c.node(f"{c.ns}-n{i}", cpu="2", labels={rack: "a" if i % 2 == 0 else "b"})
     names = [f"w{i}" for i in range(4)]
-    with serving(c.cp, serve_kubeconfig, "serve"):
-        c.pod_group("train", 4, topology=rack)
-        for n in names:
-            c.pod(n, group="train")
-        wait_for("the gang to bind", lambda: c.bound(names) == set(names))
+    c.pod_group("train", 4, topology=rack)
+    for n in names:
+        c.pod(n, group="train")
+    wait_for("the gang to bind", lambda: c.bound(names) == set(names))
     nodes = {c.cp.get(f"/api/v1/nodes/{node}")["metadata"]["labels"][rack] for node in c.placement().values()}
     assert len(nodes) == 1
 
@@ -125,44 +120,43 @@ def allowed(c: Cluster, name: str) -> int | None:
     return int(status.get("disruptionsAllowed", 0))
 
 
-def test_preemption_goes_through_eviction_and_budgets(cluster: Cluster, serve_kubeconfig: Path) -> None:
+def test_preemption_goes_through_eviction_and_budgets(cluster: Cluster, phalanx: Serve) -> None:
     c = cluster
     priority_classes(c.cp)
     c.node(f"{c.ns}-n0", cpu="1")
     c.node(f"{c.ns}-n1", cpu="1")
     kubelet = Kubelet(c, run=True)
     try:
-        with serving(c.cp, serve_kubeconfig, "serve"):
-            c.pod("guarded", priority_class="e2e-low", labels={"app": "guarded"})
-            c.pod("free", priority_class="e2e-low", labels={"app": "free"})
-            wait_for("both low pods to bind", lambda: c.bound(["guarded", "free"]) == {"guarded", "free"})
-            budget(c, "keep-guarded", "guarded", 1)
-            wait_for("the disruption controller to count the guarded pod", lambda: allowed(c, "keep-guarded") == 0)
-            guarded_node = c.placement()["guarded"]
+        c.pod("guarded", priority_class="e2e-low", labels={"app": "guarded"})
+        c.pod("free", priority_class="e2e-low", labels={"app": "free"})
+        wait_for("both low pods to bind", lambda: c.bound(["guarded", "free"]) == {"guarded", "free"})
+        budget(c, "keep-guarded", "guarded", 1)
+        wait_for("the disruption controller to count the guarded pod", lambda: allowed(c, "keep-guarded") == 0)
+        guarded_node = c.placement()["guarded"]
 
-            # One preemptor: the victim without a budget goes, the guarded one stays.
-            c.pod("urgent", priority_class="e2e-high")
-            wait_for("the preemptor to bind", lambda: c.bound(["urgent"]))
-            pods = c.pods()
-            assert "free" not in pods
-            assert pods["guarded"]["spec"]["nodeName"] == guarded_node
-            assert pods["urgent"]["spec"]["nodeName"] != guarded_node
+        # One preemptor: the victim without a budget goes, the guarded one stays.
+        c.pod("urgent", priority_class="e2e-high")
+        wait_for("the preemptor to bind", lambda: c.bound(["urgent"]))
+        pods = c.pods()
+        assert "free" not in pods
+        assert pods["guarded"]["spec"]["nodeName"] == guarded_node
+        assert pods["urgent"]["spec"]["nodeName"] != guarded_node
 
-            # A second preemptor can only take the guarded pod's node: the Eviction API refuses (429).
-            c.pod("urgent-2", priority_class="e2e-high")
-            wait_for("the refused eviction", lambda: refused(c))
-            assert "guarded" in c.pods() and not c.bound(["urgent-2"])
+        # A second preemptor can only take the guarded pod's node: the Eviction API refuses (429).
+        c.pod("urgent-2", priority_class="e2e-high")
+        wait_for("the refused eviction", lambda: refused(c))
+        assert "guarded" in c.pods() and not c.bound(["urgent-2"])
 
-            # Once the budget allows it, the retried eviction succeeds and the preemptor binds.
-            c.cp.request(
-                "PATCH",
-                f"/apis/policy/v1/namespaces/{c.ns}/poddisruptionbudgets/keep-guarded",
-                {"spec": {"minAvailable": 0}},
-                "application/merge-patch+json",
-            )
-            wait_for("the second preemptor to bind", lambda: c.bound(["urgent-2"]), timeout=90)
-            assert "guarded" not in c.pods()
-            assert c.placement()["urgent-2"] == guarded_node
+        # Once the budget allows it, the retried eviction succeeds and the preemptor binds.
+        c.cp.request(
+            "PATCH",
+            f"/apis/policy/v1/namespaces/{c.ns}/poddisruptionbudgets/keep-guarded",
+            {"spec": {"minAvailable": 0}},
+            "application/merge-patch+json",
+        )
+        wait_for("the second preemptor to bind", lambda: c.bound(["urgent-2"]), timeout=90)
+        assert "guarded" not in c.pods()
+        assert c.placement()["urgent-2"] == guarded_node
     finally:
         kubelet.close()
 
@@ -228,7 +222,7 @@ def delete_slices(c: Cluster) -> None:
             c.cp.request("DELETE", f"/apis/resource.k8s.io/v1/resourceslices/{node}-{DRIVER}")
 
 
-def test_dra_claims_from_templates_are_allocated_in_prebind(cluster: Cluster, serve_kubeconfig: Path) -> None:
+def test_dra_claims_from_templates_are_allocated_in_prebind(cluster: Cluster, phalanx: Serve) -> None:
     c = cluster
     nodes = [f"{c.ns}-n{i}" for i in range(2)]
     for n in nodes:
@@ -236,31 +230,30 @@ def test_dra_claims_from_templates_are_allocated_in_prebind(cluster: Cluster, se
     gpu_objects(c, nodes, per_node=2)
     claim_template(c, "two-gpus", 2)
     try:
-        with serving(c.cp, serve_kubeconfig, "serve"):
-            names = ["a", "b", "c"]
-            for n in names:
-                c.pod(n, claims=[{"name": "gpus", "resourceClaimTemplateName": "two-gpus"}])
-            # Two nodes with two GPUs each: two pods run, the third waits for GPUs.
-            wait_for("two pods to bind", lambda: len(c.bound(names)) == 2)
-            wait_for("the third marked unschedulable", lambda: unschedulable(c, sorted(set(names) - c.bound(names))))
-            made = claims(c)
-            pods = c.pods()
-            for n in c.bound(names):
-                status = pods[n]["status"]["resourceClaimStatuses"]
-                claim = made[status[0]["resourceClaimName"]]
-                alloc = claim["status"]["allocation"]
-                results = alloc["devices"]["results"]
-                assert {r["pool"] for r in results} == {pods[n]["spec"]["nodeName"]}
-                assert len({r["device"] for r in results}) == 2
-                assert [r["uid"] for r in claim["status"]["reservedFor"]] == [pods[n]["metadata"]["uid"]]
-                assert alloc["nodeSelector"]["nodeSelectorTerms"][0]["matchFields"][0]["values"] == [
-                    pods[n]["spec"]["nodeName"]
-                ]
+        names = ["a", "b", "c"]
+        for n in names:
+            c.pod(n, claims=[{"name": "gpus", "resourceClaimTemplateName": "two-gpus"}])
+        # Two nodes with two GPUs each: two pods run, the third waits for GPUs.
+        wait_for("two pods to bind", lambda: len(c.bound(names)) == 2)
+        wait_for("the third marked unschedulable", lambda: unschedulable(c, sorted(set(names) - c.bound(names))))
+        made = claims(c)
+        pods = c.pods()
+        for n in c.bound(names):
+            status = pods[n]["status"]["resourceClaimStatuses"]
+            claim = made[status[0]["resourceClaimName"]]
+            alloc = claim["status"]["allocation"]
+            results = alloc["devices"]["results"]
+            assert {r["pool"] for r in results} == {pods[n]["spec"]["nodeName"]}
+            assert len({r["device"] for r in results}) == 2
+            assert [r["uid"] for r in claim["status"]["reservedFor"]] == [pods[n]["metadata"]["uid"]]
+            assert alloc["nodeSelector"]["nodeSelectorTerms"][0]["matchFields"][0]["values"] == [
+                pods[n]["spec"]["nodeName"]
+            ]
     finally:
         delete_slices(c)
 
 
-def test_dra_pod_group_claim_is_shared_by_the_gang(cluster: Cluster, serve_kubeconfig: Path) -> None:
+def test_dra_pod_group_claim_is_shared_by_the_gang(cluster: Cluster, phalanx: Serve) -> None:
     c = cluster
     nodes = [f"{c.ns}-n{i}" for i in range(2)]
     for n in nodes:
@@ -269,21 +262,20 @@ def test_dra_pod_group_claim_is_shared_by_the_gang(cluster: Cluster, serve_kubec
     claim_template(c, "one-gpu", 1)
     members = ["w0", "w1"]
     try:
-        with serving(c.cp, serve_kubeconfig, "serve"):
-            c.pod_group("train", 2, resourceClaims=[{"name": "shared", "resourceClaimTemplateName": "one-gpu"}])
-            wait_for("the controller to make the PodGroup's claim", lambda: claims(c))
-            for n in members:
-                c.pod(n, group="train", claims=[{"name": "shared", "resourceClaimTemplateName": "one-gpu"}])
-            wait_for("the gang to bind", lambda: c.bound(members) == set(members))
-            made = claims(c)
-            assert len(made) == 1, sorted(made)  # the members use the group's claim, none of their own
-            claim = next(iter(made.values()))
-            reserved = claim["status"]["reservedFor"]
-            assert [(r["apiGroup"], r["resource"], r["name"]) for r in reserved] == [
-                ("scheduling.k8s.io", "podgroups", "train")
-            ]
-            node = claim["status"]["allocation"]["devices"]["results"][0]["pool"]
-            assert set(c.placement().values()) == {node}  # node-local device: every member on its node
+        c.pod_group("train", 2, resourceClaims=[{"name": "shared", "resourceClaimTemplateName": "one-gpu"}])
+        wait_for("the controller to make the PodGroup's claim", lambda: claims(c))
+        for n in members:
+            c.pod(n, group="train", claims=[{"name": "shared", "resourceClaimTemplateName": "one-gpu"}])
+        wait_for("the gang to bind", lambda: c.bound(members) == set(members))
+        made = claims(c)
+        assert len(made) == 1, sorted(made)  # the members use the group's claim, none of their own
+        claim = next(iter(made.values()))
+        reserved = claim["status"]["reservedFor"]
+        assert [(r["apiGroup"], r["resource"], r["name"]) for r in reserved] == [
+            ("scheduling.k8s.io", "podgroups", "train")
+        ]
+        node = claim["status"]["allocation"]["devices"]["results"][0]["pool"]
+        assert set(c.placement().values()) == {node}  # node-local device: every member on its node
     finally:
         delete_slices(c)
 
@@ -292,7 +284,7 @@ def test_dra_pod_group_claim_is_shared_by_the_gang(cluster: Cluster, serve_kubec
 
 
 def test_indexed_job_is_gang_scheduled_through_the_workload_the_controller_makes(
-    cluster: Cluster, serve_kubeconfig: Path
+    cluster: Cluster, phalanx: Serve
 ) -> None:
     c = cluster
     if c.v137:
@@ -318,100 +310,13 @@ def test_indexed_job_is_gang_scheduled_through_the_workload_the_controller_makes
             },
         },
     }
-    with serving(c.cp, serve_kubeconfig, "serve"):
-        c.create(f"/apis/batch/v1/namespaces/{c.ns}/jobs", job)
-        pods = wait_for("the Job's three pods", lambda: len(c.pods()) == 3 and c.pods())
-        groups = {p["spec"].get("schedulingGroup", {}).get("podGroupName") for p in pods.values()}
-        assert len(groups) == 1 and None not in groups, groups
-        group = groups.pop()
-        pg = c.group(group)
-        assert pg["spec"]["schedulingPolicy"] == {"gang": {"minCount": 3}}
-        assert [o["kind"] for o in pg["metadata"]["ownerReferences"]] == ["Job", "Workload"]
-        wait_for("the whole Job to bind", lambda: len(c.bound()) == 3)
-        assert settled(c, group, "True")
-
-
-# --- leader election ----------------------------------------------------------------------------------------------
-
-
-def test_standby_takes_over_when_the_leader_dies_mid_gang(
-    control_plane: ControlPlane, cluster: Cluster, serve_kubeconfig: Path
-) -> None:
-    c = cluster
-    for i in range(12):
-        c.node(f"{c.ns}-n{i}", cpu="2")
-    gang = [f"w{i:02d}" for i in range(20)]
-    slow = ("--kube-api-qps=4", "--kube-api-burst=1")  # binding the gang takes seconds: room to kill the leader
-    with (
-        serving(c.cp, serve_kubeconfig, "first", *slow) as first,
-        serving(c.cp, serve_kubeconfig, "second", *slow, wait_leader=False) as second,
-    ):
-        assert not second.leading()
-        c.pod_group("big", 20)
-        for n in gang:
-            c.pod(n, group="big")
-        wait_for("the leader to start binding the gang", lambda: c.bound(gang))
-        first.kill()
-        seen = c.placement()
-        assert 0 < len(c.bound(gang)) < len(gang), "the leader finished before it could be killed"
-        wait_for("the standby to lead", second.leading, 30)
-        wait_for("the whole gang bound", lambda: c.bound(gang) == set(gang), 90)
-        after = c.placement()
-        # Pods the dead leader bound were not moved or bound again.
-        assert all(after[n] == node for n, node in seen.items() if node)
-        # A gang created after the failover is all-or-nothing under the new leader as well.
-        c.pod_group("late", 3)
-        late = [f"late-{i}" for i in range(3)]
-        for n in late:
-            c.pod(n, group="late")
-        wait_for("the late gang bound", lambda: c.bound(late) == set(late), 60)
-        assert "phalanx_leader 1" in second.metrics()
-    per_node: dict[str, int] = {}
-    for node in c.placement().values():
-        assert node is not None
-        per_node[node] = per_node.get(node, 0) + 1
-    assert max(per_node.values()) <= 2  # 2 cpu per node: nothing over-committed by two leaders
-
-
-# --- API server restart and an expired watch ----------------------------------------------------------------------
-
-
-def test_restart_and_compaction_relist_and_lose_nothing(
-    control_plane: ControlPlane, cluster: Cluster, serve_kubeconfig: Path
-) -> None:
-    c = cluster
-    cp = control_plane
-    c.node(f"{c.ns}-n0", cpu="16")
-    # Empty and so the best-scored node for small pods, until serve learns it is gone. The pods made while serve
-    # is behind do not fit on it, so per-collection watch order (a pod event handled before a node event, as in
-    # kube-scheduler's informers) cannot put one there.
-    gone = c.node(f"{c.ns}-gone", cpu="2")["metadata"]["name"]
-    with serving(cp, serve_kubeconfig, "serve") as s:
-        c.pod("before", cpu="3")
-        wait_for("a first pod to bind", lambda: c.bound(["before"]))
-
-        # Freeze serve and cut its watches (an API server restart), then, while it cannot see anything, delete a
-        # node, make pods, compact etcd past everything serve saw, and restart the API server again (its watch
-        # cache starts from etcd): serve's resumed watches get 410 Gone and must relist.
-        os.killpg(s.proc.pid, signal.SIGSTOP)
-        try:
-            cp.restart_apiserver()
-            cp.request("DELETE", f"/api/v1/nodes/{gone}")
-            during = [f"during-{i}" for i in range(3)]
-            for n in during:
-                c.pod(n, cpu="3")
-            cp.compact_etcd()
-            cp.restart_apiserver()
-        finally:
-            os.killpg(s.proc.pid, signal.SIGCONT)
-        wait_for("the pods made while serve was behind", lambda: c.bound(during) == set(during), 60)
-        wait_for("serve to relist nodes and pods", lambda: relisted(s.tail(400), ("nodes", "pods")))
-        after = ["after-0", "after-1"]
-        for n in after:
-            c.pod(n, cpu="1")
-        wait_for("pods made after the restart", lambda: c.bound(after) == set(after))
-    assert set(c.placement().values()) == {f"{c.ns}-n0"}, c.placement()  # the deleted node was never used
-
-
-def relisted(log: str, resources: tuple[str, ...]) -> bool:
-    return all(f"watch {r}: resourceVersion" in log and "expired, relisting" in log for r in resources)
+    c.create(f"/apis/batch/v1/namespaces/{c.ns}/jobs", job)
+    pods = wait_for("the Job's three pods", lambda: len(c.pods()) == 3 and c.pods())
+    groups = {p["spec"].get("schedulingGroup", {}).get("podGroupName") for p in pods.values()}
+    assert len(groups) == 1 and None not in groups, groups
+    group = groups.pop()
+    pg = c.group(group)
+    assert pg["spec"]["schedulingPolicy"] == {"gang": {"minCount": 3}}
+    assert [o["kind"] for o in pg["metadata"]["ownerReferences"]] == ["Job", "Workload"]
+    wait_for("the whole Job to bind", lambda: len(c.bound()) == 3)
+    assert settled(c, group, "True")

@@ -8,6 +8,7 @@ Requests pass a token bucket first (``qps``/``burst``, like client-go's flowcont
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Iterator
@@ -161,9 +162,22 @@ class Api:
         self.coord = k8s.CoordinationV1Api(api_client)
         self.resource = k8s.ResourceV1Api(api_client)
         self.bucket = TokenBucket(qps, burst)
+        self._streams: set[Any] = set()  # open watch responses, so that stop can cut them
+        self._streams_lock = threading.Lock()
 
     def close(self) -> None:
+        self.abort_watches()
         self.client.close()
+
+    def abort_watches(self) -> None:
+        """Cut every open watch at once: a quiet watch blocks in a read until the server ends it (minutes later),
+        so a stopping scheduler would otherwise wait that long for its reflectors."""
+        with self._streams_lock:
+            streams = list(self._streams)
+        for resp in streams:
+            # Already closed, or closing concurrently: either way the stream is cut.
+            with contextlib.suppress(Exception):
+                resp.shutdown()
 
     def _call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
         self.bucket.take()
@@ -222,6 +236,8 @@ class Api:
             timeout_seconds=timeout,
             _request_timeout=(10, timeout + 30),
         )
+        with self._streams_lock:
+            self._streams.add(resp)
         try:
             buf = b""
             for chunk in resp.stream(65536, decode_content=False):
@@ -233,6 +249,8 @@ class Api:
         except Exception as exc:
             raise _raise(exc) from exc
         finally:
+            with self._streams_lock:
+                self._streams.discard(resp)
             resp.release_conn()
 
     def served(self, res: Resource) -> bool:

@@ -60,6 +60,8 @@ class Reflector:
                 log.info("watch %s: resourceVersion %s expired, relisting", self.res.plural, self.rv)
                 self.rv = ""
             except ApiError as exc:
+                if self.stop.is_set():
+                    return  # shutting down: the watch was cut on purpose
                 if exc.code == 410:
                     self.rv = ""
                 elif exc.code == 404 and not self.rv:

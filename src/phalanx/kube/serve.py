@@ -118,6 +118,7 @@ class Server:
         if self.health is not None:
             self.health.shutdown()
             self.health.server_close()
+        self.api.abort_watches()
         for r in self.controller.reflectors:
             r.thread.join(timeout=5)
         self.api.close()
@@ -128,6 +129,7 @@ class Server:
         self.elector.lost.set()
         self.stop.set()
         self.binder.shutdown(wait=False)
+        self.api.abort_watches()
         for r in self.controller.reflectors:
             r.thread.join(timeout=5)
         self.api.close()
