@@ -283,36 +283,33 @@ def test_dra_pod_group_claim_is_shared_by_the_gang(cluster: Cluster, phalanx: Se
 # --- Job integration ---------------------------------------------------------------------------------------------
 
 
+def job(name: str, ns: str, scheduling: dict[str, Any] | None = None) -> dict[str, Any]:
+    container = {"name": "c", "image": "registry.k8s.io/pause:3.10", "resources": {"requests": {"cpu": "1"}}}
+    spec: dict[str, Any] = {
+        "parallelism": 3,
+        "completions": 3,
+        "completionMode": "Indexed",
+        "template": {"spec": {"schedulerName": "phalanx", "restartPolicy": "Never", "containers": [container]}},
+    }
+    if scheduling is not None:
+        spec["scheduling"] = scheduling
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "namespace": ns}, "spec": spec}
+
+
 def test_indexed_job_is_gang_scheduled_through_the_workload_the_controller_makes(
     cluster: Cluster, phalanx: Serve
 ) -> None:
+    """v1.36 (phase 1): an Indexed Job with completions == parallelism > 1 gets a gang Workload and PodGroup.
+    v1.37 (phase 2): the Job says so in spec.scheduling (gang minCount defaults to parallelism)."""
     c = cluster
-    if c.v137:
-        pytest.skip("v1.37 replaces the v1.36 Job integration with batch/v1 spec.scheduling (issue #15)")
     for i in range(3):
         c.node(f"{c.ns}-n{i}", cpu="1")
-    job = {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"name": "train", "namespace": c.ns},
-        "spec": {
-            "parallelism": 3,
-            "completions": 3,
-            "completionMode": "Indexed",
-            "template": {
-                "spec": {
-                    "schedulerName": "phalanx",
-                    "restartPolicy": "Never",
-                    "containers": [
-                        {"name": "c", "image": "registry.k8s.io/pause:3.10", "resources": {"requests": {"cpu": "1"}}}
-                    ],
-                }
-            },
-        },
-    }
-    c.create(f"/apis/batch/v1/namespaces/{c.ns}/jobs", job)
+    c.create(
+        f"/apis/batch/v1/namespaces/{c.ns}/jobs",
+        job("train", c.ns, {"schedulingPolicy": {"gang": {}}} if c.v137 else None),
+    )
     pods = wait_for("the Job's three pods", lambda: len(c.pods()) == 3 and c.pods())
-    groups = {p["spec"].get("schedulingGroup", {}).get("podGroupName") for p in pods.values()}
+    groups = {(p["spec"].get("schedulingGroup") or {}).get("podGroupName") for p in pods.values()}
     assert len(groups) == 1 and None not in groups, groups
     group = groups.pop()
     pg = c.group(group)
@@ -320,3 +317,27 @@ def test_indexed_job_is_gang_scheduled_through_the_workload_the_controller_makes
     assert [o["kind"] for o in pg["metadata"]["ownerReferences"]] == ["Job", "Workload"]
     wait_for("the whole Job to bind", lambda: len(c.bound()) == 3)
     assert settled(c, group, "True")
+
+
+def test_job_that_asks_for_no_gang_is_scheduled_pod_by_pod(cluster: Cluster, phalanx: Serve) -> None:
+    """A Job that asks for no gang: v1.36 makes no Workload for a NonIndexed Job; v1.37 gives every Job a Workload
+    and a basic PodGroup unless spec.scheduling asks for a gang. Either way its pods are scheduled one by one:
+    two of three fit here, and two bind."""
+    c = cluster
+    for i in range(2):
+        c.node(f"{c.ns}-n{i}", cpu="1")
+    body = job("plain", c.ns)
+    body["spec"]["completionMode"] = "NonIndexed"
+    c.create(f"/apis/batch/v1/namespaces/{c.ns}/jobs", body)
+    pods = wait_for("the Job's three pods", lambda: len(c.pods()) == 3 and c.pods())
+    groups = {(p["spec"].get("schedulingGroup") or {}).get("podGroupName") for p in pods.values()}
+    if c.v137:
+        assert len(groups) == 1 and None not in groups, groups
+        group = groups.pop()
+        assert c.group(group)["spec"]["schedulingPolicy"] == {"basic": {}}
+    else:
+        assert groups == {None}
+    wait_for("two of the three pods to bind", lambda: len(c.bound()) == 2)
+    wait_for("the third marked unschedulable", lambda: unschedulable(c, sorted(set(pods) - c.bound())))
+    if c.v137:
+        assert settled(c, group, "True")  # basic: one placed pod is enough
