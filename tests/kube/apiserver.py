@@ -8,8 +8,11 @@
 - ``pods/binding`` (409 if the pod is already bound, 404 if gone), ``pods/eviction`` (policy/v1 Eviction, as
   kube-apiserver's eviction REST handler: uid precondition, PodDisruptionBudget check, 429 TooManyRequests with the
   budget as cause when ``status.disruptionsAllowed`` is 0, the budget's allowance spent and the pod recorded in
-  ``status.disruptedPods`` when it is not; pods Pending, Succeeded or Failed are evicted regardless of budgets), ``pods/status`` strategic-merge patches
-  (conditions merged by type), PodGroup ``/status`` JSON merge patches with a resourceVersion precondition (409 when
+  ``status.disruptedPods`` when it is not; pods Pending, Succeeded or Failed are evicted regardless of budgets).
+- Pod deletion (DELETE or eviction) is graceful, as kube-apiserver's: a pod on a node first gets a
+  ``deletionTimestamp`` (MODIFIED), and is removed (DELETED) when its kubelet finishes, which here is at once unless
+  ``Store.kubelet`` is off; unbound and terminal pods and a zero grace period go at once.
+- ``pods/status`` strategic-merge patches (conditions merged by type), PodGroup ``/status`` JSON merge patches with a resourceVersion precondition (409 when
   stale), Leases (create 409 if it exists, update 409 on a stale resourceVersion), events.
 - ``resource.k8s.io/v1``: DeviceClasses, ResourceSlices, ResourceClaims and ResourceClaimTemplates listed and
   watched; ResourceClaims created (409 AlreadyExists), read, and written as kube-apiserver does: a JSON merge patch
@@ -177,6 +180,7 @@ class Store:
     hooks: list[Hook] = field(default_factory=list)
     cut: int = 0
     served_groups: tuple[str, ...] = ("scheduling.k8s.io/v1alpha2",)  # group/versions serving PodGroups, Workloads
+    kubelet: bool = True  # a terminating pod's kubelet finishes its deletion at once (see delete_pod)
     lock: threading.RLock = field(default_factory=threading.RLock)
     # The history again, by resource, so a watch finds its events without scanning everyone else's.
     by_resource: dict[str, list[tuple[int, str, dict[str, Any]]]] = field(
@@ -222,6 +226,28 @@ class Store:
             obj = self.objects[res].get(key)
             if obj is not None:
                 self.write(res, "DELETED", obj)
+
+    def delete_pod(self, key: str, grace: int | None = None) -> None:
+        """Delete a pod as kube-apiserver does: a pod on a node is deleted gracefully (deletionTimestamp set, a
+        MODIFIED event) and disappears only when its kubelet says its containers stopped; here the kubelet answers
+        at once (``kubelet``), or never when a test turns it off, leaving the pod terminating. A pod on no node, a
+        terminal pod and a zero grace period go at once."""
+        with self.cond:
+            pod = self.objects["pods"].get(key)
+            if pod is None:
+                return
+            spec, status = pod.get("spec") or {}, pod.get("status") or {}
+            if grace is None:
+                grace = int(spec.get("terminationGracePeriodSeconds", 30))
+            if spec.get("nodeName") and status.get("phase") not in ("Succeeded", "Failed") and grace > 0:
+                md = pod["metadata"]
+                if not md.get("deletionTimestamp"):
+                    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + grace))
+                    md = {**md, "deletionTimestamp": stamp, "deletionGracePeriodSeconds": grace}
+                    pod = self.update("pods", {**pod, "metadata": md})
+                if not self.kubelet:
+                    return
+            self.write("pods", "DELETED", pod)
 
     def get(self, res: str, key: str) -> dict[str, Any] | None:
         with self.cond:
@@ -470,8 +496,9 @@ class Handler(BaseHTTPRequestHandler):
                 if want and want != pod["metadata"]["uid"]:
                     self._error(409, "Precondition failed: UID in precondition does not match the object")
                     return
-                store.delete("pods", key)
-                self._send(200, pod)
+                grace = (body or {}).get("gracePeriodSeconds")
+                store.delete_pod(key, None if grace is None else int(grace))
+                self._send(200, store.objects["pods"].get(key, pod))
             elif method == "PATCH" and sub == "status":
                 self._send(200, store.update("pods", strategic_merge_status(pod, body)))
             else:
@@ -519,7 +546,8 @@ class Handler(BaseHTTPRequestHandler):
                 return
             if pdbs and not self._spend_disruption(pdbs[0], md["name"]):
                 return
-        store.delete("pods", _key(pod))
+        grace = (body.get("deleteOptions") or {}).get("gracePeriodSeconds")
+        store.delete_pod(_key(pod), None if grace is None else int(grace))
         self._send(201, {"kind": "Status", "apiVersion": "v1", "status": "Success", "code": 201})
 
     def _spend_disruption(self, pdb: dict[str, Any], pod_name: str) -> bool:

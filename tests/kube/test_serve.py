@@ -240,6 +240,25 @@ def test_preemptor_is_bound_only_after_its_victim_is_gone(
     assert st.wait_for(lambda: _events(apiserver, "Preempted"))
 
 
+def test_preemptor_waits_while_its_victim_is_terminating(apiserver: APIServer, start: Callable[..., Instance]) -> None:
+    """A victim on a node is deleted gracefully: it keeps its node (terminating) until its kubelet finishes, and
+    the preemptor is bound only after that, as against a real kube-apiserver."""
+    st = apiserver.store
+    st.kubelet = False
+    _preemption_setup(st)
+    start()
+    assert st.wait_for(lambda: bool((st.get("pods", "default/low") or {}).get("metadata", {}).get("deletionTimestamp")))
+    assert st.wait_for(lambda: bool((st.get("pods", "default/high") or {}).get("status", {}).get("nominatedNodeName")))
+    assert "default/high" not in st.bindings  # the node is still full
+    st.kubelet = True
+    st.delete_pod("default/low")
+    assert st.wait_for(lambda: st.bindings.get("default/high") == ["n0"])
+    events = [(etype, o) for _, res, etype, o in st.history if res == "pods"]
+    gone = next(i for i, (etype, o) in enumerate(events) if etype == "DELETED" and o["metadata"]["name"] == "low")
+    bound = next(i for i, (_, o) in enumerate(events) if o["metadata"]["name"] == "high" and o["spec"].get("nodeName"))
+    assert gone < bound  # bound only once the terminating victim was really gone
+
+
 @pytest.mark.parametrize(("removal", "path"), [("eviction", "/pods/low/eviction"), ("deletion", "/pods/low")])
 def test_victim_that_cannot_be_removed_keeps_its_node(
     apiserver: APIServer, start: Callable[..., Instance], removal: str, path: str
