@@ -127,6 +127,7 @@ class ControlPlane:
         apiserver_args: Sequence[str] = (),
         controller_manager_args: Sequence[str] = (),
         feature_gates: dict[str, bool] | None = None,
+        controller_manager: bool = True,
     ) -> None:
         self.kube: KubeVersion = kube_version(version)
         self.assets = assets or find_assets(self.kube.version)
@@ -136,6 +137,7 @@ class ControlPlane:
         self.gates = dict(self.kube.feature_gates) | (feature_gates or {})
         self.apiserver_args = list(apiserver_args)
         self.controller_manager_args = list(controller_manager_args)
+        self.with_controller_manager = controller_manager
         self.pki: Pki | None = None
         self.components: dict[str, Component] = {}
         self.etcd_port = self.port = 0
@@ -157,7 +159,12 @@ class ControlPlane:
             self._write_kubeconfigs()
             self._start_etcd()
             self._start_apiserver()
-            self._start_controller_manager()
+            if self.with_controller_manager:
+                self._start_controller_manager()
+            else:
+                # The service-account controller would make it; pods cannot be created in a namespace without it.
+                sa = {"metadata": {"name": "default", "namespace": "default"}}
+                self.request("POST", "/api/v1/namespaces/default/serviceaccounts", sa)
         except BaseException:
             self.stop()
             raise
@@ -175,6 +182,14 @@ class ControlPlane:
     @property
     def etcd_url(self) -> str:
         return f"http://127.0.0.1:{self.etcd_port}"
+
+    def cpu_seconds(self, name: str) -> float:
+        """User plus system CPU seconds a running component has used so far (/proc/PID/stat)."""
+        proc = self.components[name].proc
+        if proc is None:
+            return 0.0
+        fields = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def log_dir(self) -> Path:
         return self.dir / "logs"
