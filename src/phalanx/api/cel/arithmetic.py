@@ -13,7 +13,7 @@ from phalanx.api.cel.errors import CelError
 from phalanx.api.cel.overloads import Overload
 from phalanx.api.cel.values import Optional, UInt
 
-__all__ = ["cel_equals", "checked_int", "checked_uint", "overloads"]
+__all__ = ["INT64_MAX", "INT64_MIN", "UINT64_MAX", "cel_equals", "checked_int", "checked_uint", "overloads"]
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 UINT64_MAX = 2**64 - 1

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from phalanx.api.cel.errors import CelError
 from phalanx.api.cel.values import type_name
 
-__all__ = ["Overload", "Table", "no_overload"]
+__all__ = ["Overload", "Table", "no_overload", "select"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-__all__ = ["EMPTY_MAP", "DomainMap", "Optional", "Quantity", "Semver", "UInt", "type_name"]
+__all__ = ["EMPTY_MAP", "NONE", "DomainMap", "Optional", "Quantity", "Semver", "UInt", "parse_semver", "type_name"]
 
 
 class UInt(int):
