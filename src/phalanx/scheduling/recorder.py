@@ -13,7 +13,8 @@ Events:
   - ``unschedulable``: a cycle did not place the pod; the :class:`Rejection` says why, structured.
   - ``nominated``: preemption chose the node the pod waits for.
   - ``evicted``: a preemption victim.
-  - ``condition_changed``: a PodGroup's PodGroupScheduled or DisruptionTarget condition was written.
+  - ``condition_changed``: a cycle set a PodGroup's PodGroupScheduled condition (the value given is the condition
+    as it now is: a True one is never regressed) or a preemption gave it DisruptionTarget.
   - ``claim_allocated`` / ``claim_released``: a bound pod's claim is final / a pod no longer holds its claim.
   - ``forgotten``: the pod left the engine (deleted, or its node is gone).
 """
