@@ -15,7 +15,6 @@ from typing import Any
 import numpy as np
 
 from phalanx.api import dra
-from phalanx.api.models import Pod
 from phalanx.arrays import BoolArray, IntArray
 from phalanx.cluster.nodes import NodeTable
 from phalanx.cluster.pods import PodInfo
@@ -146,7 +145,3 @@ class GpuDevices:
 def _count(rows_of: Sequence[int] | IntArray, rows: int) -> IntArray:
     arr = np.asarray(rows_of, dtype=np.int64)
     return np.bincount(arr[arr >= 0], minlength=rows).astype(np.int64)[:rows]
-
-
-def pod_of(pi: PodInfo | None) -> Pod | None:
-    return pi.pod if pi is not None else None
