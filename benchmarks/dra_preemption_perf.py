@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from phalanx.scheduling.snapshot import schedule_snapshot
+from phalanx.snapshot.schedule import schedule_snapshot
 
 CLASS = "gpu.example.com"
 GPUS = 8
@@ -100,7 +100,7 @@ def _run(name: str, objs: list[dict[str, Any]]) -> None:
     top = 1000 * max(decisions, default=0.0)
     rate = s.stats.pods_bound / timings.schedule if timings.schedule else 0.0
     print(
-        f"| {name} | {len(s.evictions)} | {len(decisions)} | {mean:.1f} / {top:.1f} | {rate:,.0f} | "
+        f"| {name} | {len(s.recorder.evictions)} | {len(decisions)} | {mean:.1f} / {top:.1f} | {rate:,.0f} | "
         f"{timings.schedule:.2f} s of {wall:.2f} s |"
     )
 

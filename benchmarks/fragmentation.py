@@ -17,10 +17,11 @@ from pathlib import Path
 
 import numpy as np
 
-from phalanx.scheduling.gpu_share import POLICIES, GpuPod, GpuView
-from phalanx.sim.fragmentation import PUBLISHED, experiment, target_of
-from phalanx.sim.fragmentation_engine import run_engine
-from phalanx.sim.openb import load_nodes, load_pods
+from phalanx.scheduling.plugins.gpu_share.policy import POLICIES, GpuPod, GpuView
+from phalanx.sim.fragmentation.engine import ENGINE
+from phalanx.sim.fragmentation.experiment import PUBLISHED, experiment, target_of
+from phalanx.sim.fragmentation.openb import load_nodes, load_pods
+from phalanx.sim.fragmentation.reference import REFERENCE
 
 TRACES = ["default", "multigpu50", "gpushare100", "gpuspec25", "cpu250"]
 
@@ -68,9 +69,8 @@ def main() -> int:
     for trace in args.traces.split(","):
         start = time.perf_counter()
         pods = load_pods(data / f"openb_pod_list_{trace}.csv")
-        result = experiment(
-            nodes, pods, trace, policies, args.seeds, None, run_engine if args.runner == "engine" else None
-        )
+        runner = ENGINE if args.runner == "engine" else REFERENCE
+        result = experiment(nodes, pods, trace, policies, args.seeds, runner)
         results[trace] = result.to_json()
         cells = []
         for p in policies:

@@ -38,7 +38,7 @@ from phalanx.api.models import (
     ResourceRequirements,
 )
 from phalanx.scheduling.scheduler import Scheduler
-from phalanx.scheduling.snapshot import peak_rss_bytes
+from phalanx.snapshot.schedule import peak_rss_bytes
 
 LOW, HIGH = 0, 1000
 
@@ -110,13 +110,15 @@ def _filled(nodes: int, per_node: int, cpu: str, gangs: int = 0, mode: str | Non
 def _measure(name: str, s: Scheduler, groups: list[PodGroup], pods: list[Pod]) -> Result:
     start = time.perf_counter()
     s.stats.preemption_seconds.clear()
-    before = len(s.evictions)
+    before = len(s.recorder.evictions)
     for pg in groups:
         s.add_pod_group(pg)
     for pod in pods:
         s.add_pod(pod)
     bound = s.run()
-    return Result(name, bound, time.perf_counter() - start, s.stats.preemption_seconds, len(s.evictions) - before)
+    return Result(
+        name, bound, time.perf_counter() - start, s.stats.preemption_seconds, len(s.recorder.evictions) - before
+    )
 
 
 def gang_preemption(gangs: int, preemptors: int, size: int, mode: str | None = None) -> Result:

@@ -21,7 +21,7 @@ import yaml
 from phalanx.api.loader import load
 from phalanx.api.validation import validate
 from phalanx.scheduling.scheduler import Scheduler
-from phalanx.scheduling.snapshot import peak_rss_bytes
+from phalanx.snapshot.schedule import peak_rss_bytes
 
 
 def snapshot(nodes: int, pods: int) -> dict[str, object]:

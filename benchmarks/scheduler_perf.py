@@ -35,7 +35,7 @@ from phalanx.api.models import (
     ResourceRequirements,
 )
 from phalanx.scheduling.scheduler import Scheduler
-from phalanx.scheduling.snapshot import peak_rss_bytes
+from phalanx.snapshot.schedule import peak_rss_bytes
 
 ZONE = "topology.kubernetes.io/zone"
 POD_REQUESTS: dict[str, str | int | float] = {"cpu": "100m", "memory": "500Mi"}

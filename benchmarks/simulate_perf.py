@@ -12,10 +12,10 @@ import argparse
 import random
 import time
 
-from phalanx.scheduling.snapshot import peak_rss_bytes
 from phalanx.sim.metrics import summary
 from phalanx.sim.simulator import POLICIES, simulate
 from phalanx.sim.workload import ClusterSpec, JobRecord, Pool, nodes_of
+from phalanx.snapshot.schedule import peak_rss_bytes
 
 
 def jobs(count: int, seed: int) -> list[JobRecord]:

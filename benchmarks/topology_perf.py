@@ -114,7 +114,7 @@ def phalanx_packing(sizes: list[int]) -> tuple[float, int, int]:
         s.run()
         racks = defaultdict(int)
         for i in range(size):
-            out = s.outcomes.get(f"ml/g{g}-{i}")
+            out = s.recorder.outcomes.get(f"ml/g{g}-{i}")
             if out is not None and out.node:
                 racks[out.node.rsplit("-n", 1)[0]] += 1
         if racks:

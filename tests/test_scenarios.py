@@ -36,7 +36,8 @@ from click.testing import CliRunner
 
 from phalanx.cli import cli
 from phalanx.scheduling.config import parse_config
-from phalanx.scheduling.snapshot import build_result, schedule_snapshot
+from phalanx.snapshot.result import build_result
+from phalanx.snapshot.schedule import schedule_snapshot
 
 from schedule_cli import RESULT_SCHEMA
 

@@ -4,4 +4,6 @@ The scheduler engine (``phalanx.scheduling``) runs over the cluster state (``pha
 Kubernetes objects (``phalanx.api``); ``phalanx.guard`` is the independent deploy guard.
 """
 
+__all__: list[str] = []
+
 __version__ = "0.1.0"

@@ -21,6 +21,8 @@ from rich.console import Console
 from phalanx.api.errors import InputError
 from phalanx.guard.cli import guard
 
+__all__ = ["cli", "main", "schedule", "serve", "simulate", "validate"]
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -88,7 +90,8 @@ def schedule(
 ) -> None:
     """What would a v1.36 workload-aware scheduler do with this snapshot?"""
     from phalanx.scheduling.config import load_config
-    from phalanx.scheduling.snapshot import build_result, node_summary, schedule_snapshot
+    from phalanx.snapshot.result import build_result, node_summary
+    from phalanx.snapshot.schedule import schedule_snapshot
 
     config = load_config(config_path) if config_path else None
     for warning in config.warnings if config else []:
@@ -100,7 +103,7 @@ def schedule(
     elif output == "yaml":
         click.echo(yaml.safe_dump(result, sort_keys=False), nl=False)
     else:
-        from phalanx.render import render_table
+        from phalanx.snapshot.render import render_table
 
         render_table(result, Console(width=200 if not sys.stdout.isatty() else None), node_summary(sched))
 
@@ -208,7 +211,8 @@ def serve(
     type=click.Choice(["engine", "array"]),
     default="engine",
     show_default=True,
-    help="Experiment: through the scheduler with GPUs as DRA devices (engine), or the array runner (faster).",
+    help="Experiment: through the scheduler with GPUs as DRA devices (engine), or the reference model of the FGD "
+    "artifact's simulator over arrays (array: faster, not the product's placement path).",
 )
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @_exits
@@ -239,9 +243,9 @@ def simulate(
         _fragmentation_experiment(nodes_csv, pods_csv, policies, seeds, runner, output)
         return
 
-    from phalanx.render import render_simulation
     from phalanx.sim import scenario as sc
     from phalanx.sim.metrics import COMPARISON_HEADER, comparison_rows, timeseries_csv
+    from phalanx.sim.render import render_simulation
     from phalanx.sim.report import render_html
     from phalanx.sim.simulator import POLICIES
 
@@ -273,11 +277,12 @@ def _fragmentation_experiment(
     """`simulate --experiment fragmentation`: the openb procedure per policy and seed, then a table or JSON."""
     from rich.progress import Progress
 
-    from phalanx.render import render_simulation
-    from phalanx.scheduling.gpu_share import POLICIES
-    from phalanx.sim.fragmentation import experiment, trace_name
-    from phalanx.sim.fragmentation_engine import run_engine
-    from phalanx.sim.openb import load_nodes, load_pods
+    from phalanx.scheduling.plugins.gpu_share.policy import POLICIES
+    from phalanx.sim.fragmentation.engine import ENGINE
+    from phalanx.sim.fragmentation.experiment import experiment, trace_name
+    from phalanx.sim.fragmentation.openb import load_nodes, load_pods
+    from phalanx.sim.fragmentation.reference import REFERENCE
+    from phalanx.sim.render import render_simulation
 
     if not nodes_csv or not pods_csv:
         raise InputError(["--experiment fragmentation needs --nodes NODES.csv and --pods PODS.csv"])
@@ -291,8 +296,8 @@ def _fragmentation_experiment(
             trace_name(pods_csv),
             chosen,
             seeds,
+            ENGINE if runner == "engine" else REFERENCE,
             lambda p, n: bar.advance(tasks[p], n),
-            run_engine if runner == "engine" else None,
         )
     if output == "json":
         click.echo(json.dumps(result.to_json(), indent=2))

@@ -183,7 +183,9 @@ def test_new_node_with_gpus_makes_a_pending_pod_schedulable(
     inst = start()
     assert st.wait_for(lambda: inst.server.controller.engine is not None)
     engine = inst.server.controller.engine
-    assert st.wait_for(lambda: (engine.outcomes.get("default/p") or object()).__class__.__name__ == "PodOutcome")
+    assert st.wait_for(
+        lambda: (engine.recorder.outcomes.get("default/p") or object()).__class__.__name__ == "PodOutcome"
+    )
     assert not st.bindings  # no GPU anywhere
     st.create("nodes", node("n1"))
     st.create("resourceslices", gpu_slice("n1"))

@@ -22,7 +22,7 @@ def test_node_events_reach_the_engine_without_a_rebuild(apiserver: APIServer, st
     st.create("nodes", cordoned)
     assert st.wait_for(lambda: "n1" in engine.state.table.index)
     st.create("pods", pod("b", cpu="2"))
-    assert st.wait_for(lambda: engine.outcomes.get("default/b") is not None)
+    assert st.wait_for(lambda: engine.recorder.outcomes.get("default/b") is not None)
     assert "default/b" not in st.bindings  # n0 is full and n1 is cordoned
 
     st.update("nodes", {**st.get("nodes", "n1"), "spec": {}})  # uncordon: NodeUpdate wakes the pod

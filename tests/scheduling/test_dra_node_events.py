@@ -84,7 +84,7 @@ def test_a_node_added_between_others_keeps_allocations_on_their_devices() -> Non
     s.set_devices([CLASS], [gpu_slice(n) for n in ("a", "b", "c")])
     add_gpu_pod(s, "p3")
     s.run()
-    assert s.outcomes["default/p3"].node == "b"
+    assert s.recorder.outcomes["default/p3"].node == "b"
     assert devices_in_use(s) == ["a/gpu-0", "b/gpu-0", "c/gpu-0"]
 
 
@@ -93,13 +93,13 @@ def test_new_slices_make_a_pending_pod_schedulable() -> None:
     add_gpu_pod(s, "p1")
     add_gpu_pod(s, "p2")
     s.run()
-    assert s.outcomes["default/p2"].phase == "Unschedulable"
+    assert s.recorder.outcomes["default/p2"].phase == "Unschedulable"
     s.add_node(node("b"))
     s.run()
-    assert s.outcomes["default/p2"].phase == "Unschedulable"  # a node without devices does not help
+    assert s.recorder.outcomes["default/p2"].phase == "Unschedulable"  # a node without devices does not help
     s.set_devices([CLASS], [gpu_slice("a"), gpu_slice("b")])
     s.run()
-    assert s.outcomes["default/p2"].node == "b"
+    assert s.recorder.outcomes["default/p2"].node == "b"
 
 
 def test_deleting_a_node_releases_its_pods_claims() -> None:
@@ -107,7 +107,7 @@ def test_deleting_a_node_releases_its_pods_claims() -> None:
     add_gpu_pod(s, "p1")
     add_gpu_pod(s, "p2")
     s.run()
-    gone_node = s.outcomes["default/p1"].node
+    gone_node = s.recorder.outcomes["default/p1"].node
     assert gone_node is not None
     s.delete_node(gone_node)
     assert len(devices_in_use(s)) == 1  # only the other pod's claim is still allocated
@@ -118,9 +118,9 @@ def test_rows_shifted_by_a_new_node_still_map_devices_to_their_nodes() -> None:
     s = engine(["b", "c"])
     add_gpu_pod(s, "p1")
     s.run()
-    taken = s.outcomes["default/p1"].node
+    taken = s.recorder.outcomes["default/p1"].node
     free = ({"b", "c"} - {taken}).pop()
     s.add_node(node("a"))  # no devices; every row moves down by one
     add_gpu_pod(s, "p2")
     s.run()
-    assert s.outcomes["default/p2"].node == free
+    assert s.recorder.outcomes["default/p2"].node == free

@@ -21,11 +21,10 @@ from hypothesis import strategies as st
 
 from phalanx.dra.claims import ClaimTracker, Suspension
 from phalanx.dra.state import AllocatedState
-from phalanx.scheduling import preemption
 from phalanx.scheduling.framework import CycleState
 from phalanx.scheduling.plugins.dynamic_resources import DynamicResources
 from phalanx.scheduling.scheduler import Scheduler
-from phalanx.scheduling.snapshot import schedule_snapshot
+from phalanx.snapshot.schedule import schedule_snapshot
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 CLASS = "gpu.example.com"
@@ -158,10 +157,10 @@ def test_allocated_state_equals_rebuild_after_preemption(objs: list[dict[str, An
     tracker = s.claims.tracker
     assert _counts(tracker.allocated) == _counts(_rebuilt(tracker))
     assert all(n == 1 for n in tracker.allocated._exclusive.values()), "a device is held by two claims"
-    evicted = {e.name for e in s.evictions}
-    for e in s.evictions:
+    evicted = {e.name for e in s.recorder.evictions}
+    for e in s.recorder.evictions:
         key = f"{e.preemptor_namespace}/{e.preemptor_name}"
-        below = s.pods[key].priority if e.preemptor_kind == "Pod" else preemption.group_priority(s, key)
+        below = s.pods[key].priority if e.preemptor_kind == "Pod" else s.groups.priority(key)
         assert s.pods[f"{e.namespace}/{e.name}"].priority < below
     for record in tracker.records.values():
         users = {r.name for r in record.reserved_for}

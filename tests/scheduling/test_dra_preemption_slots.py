@@ -20,8 +20,8 @@ from test_dra_preemption import CLASS, _claim, _device_class, _node, _pod, _slic
 
 from phalanx.api.loader import load
 from phalanx.controllers.run import run_once
-from phalanx.scheduling import cycle
 from phalanx.scheduling import placement as tas
+from phalanx.scheduling.cycle import group_preemption as cycle
 from phalanx.scheduling.resource_claims import ResourceObjects
 from phalanx.scheduling.scheduler import Scheduler
 
@@ -125,7 +125,7 @@ def _outcome(objs: list[dict[str, Any]]) -> tuple[Any, ...]:
 
     s.evict = recorded  # type: ignore[method-assign]
     s.run()
-    phases = sorted((k, o.phase) for k, o in s.outcomes.items())
+    phases = sorted((k, o.phase) for k, o in s.recorder.outcomes.items())
     return decisions, phases
 
 

@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from phalanx.api.models import Node, Pod, PodGroup
+from phalanx.scheduling.cycle.members import bound_members
 from phalanx.scheduling.scheduler import Scheduler
 
 from builders import make_group, make_node, make_pod
@@ -59,10 +60,10 @@ def test_cordon_and_taint_stop_new_placements_and_lifting_them_wakes_pods() -> N
     s.update_node(make_node("n1").allocatable(cpu="4").unschedulable().obj())
     s.add_pod(make_pod("p").requests(cpu="3").obj())
     assert s.run() == 0
-    assert "unschedulable" in s.outcomes["default/p"].message
+    assert "unschedulable" in s.recorder.outcomes["default/p"].message
     s.update_node(make_node("n1").allocatable(cpu="4").taint("maintenance").obj())
     assert s.run() == 0
-    assert "1 node(s) had untolerated taint(s)" in s.outcomes["default/p"].message
+    assert "1 node(s) had untolerated taint(s)" in s.recorder.outcomes["default/p"].message
     s.update_node(_node("n1"))  # NodeUpdate: the pod is tried again
     assert s.run() == 1
     assert _placed(s)["default/p"] == "n1"
@@ -99,7 +100,7 @@ def test_delete_node_removes_the_node_and_its_pods() -> None:
     assert [pi.key for pi in gone] == ["default/b"]
     assert s.state.table.names == ["n0", "n2"] and s.state.table.index == {"n0": 0, "n2": 1}
     assert _placed(s) == {"default/a": "n0", "default/c": "n2"}
-    assert "default/b" not in s.pods and "default/b" not in s.outcomes
+    assert "default/b" not in s.pods and "default/b" not in s.recorder.outcomes
     assert [sorted(p) for p in s.state.node_pods] == [["default/a"], ["default/c"]]
     (group,) = s.state.table.affinity_groups.values()
     assert group.count.tolist() == [0, 1]
@@ -111,9 +112,9 @@ def test_gang_member_on_a_deleted_node_no_longer_counts() -> None:
     s = Scheduler()
     members = [make_pod(f"m{i}").requests(cpu="3").group("g").node(f"n{i}").obj() for i in range(2)]
     s.load([_node("n0"), _node("n1")], members, [make_group("g", 2)])
-    assert s.bound_members(s.groups["default/g"]) == 2
+    assert bound_members(s, s.groups.groups["default/g"]) == 2
     s.delete_node("n1")
-    assert s.bound_members(s.groups["default/g"]) == 1
+    assert bound_members(s, s.groups.groups["default/g"]) == 1
 
 
 # --- property: node events give the engine a fresh load would give ---------------------------------------------

@@ -19,6 +19,7 @@ from phalanx.scheduling.plugins.node_ports import NodePorts
 from phalanx.scheduling.plugins.node_resources_fit import NodeResourcesFit, NodeResourcesFitArgs
 from phalanx.scheduling.plugins.node_unschedulable import NodeUnschedulable
 from phalanx.scheduling.plugins.taint_toleration import TaintToleration, tolerates
+from phalanx.scheduling.reasons import InsufficientResource
 
 from builders import make_node, make_pod
 
@@ -86,9 +87,9 @@ def test_taint_filter_only_hard_effects_and_score_counts_prefer_no_schedule() ->
 def test_taint_reason_is_v136_text() -> None:
     state = ClusterState([make_node("n").taint("k", "v").obj()])
     pi = info(make_pod("p").obj())
-    assert TaintToleration().reasons(CycleState(), pi, state.table, np.array([0])) == {
-        "node(s) had untolerated taint(s)": 1
-    }
+    reasons = TaintToleration().reasons(CycleState(), pi, state.table, np.array([0]))
+    assert {r.message: n for r, n in reasons.items()} == {"node(s) had untolerated taint(s)": 1}
+    assert all(r.unresolvable for r in reasons)  # preemption cannot remove a taint
 
 
 # --- NodeUnschedulable and NodeName ------------------------------------------------------------------------------
@@ -231,7 +232,17 @@ def test_fit_reports_every_insufficient_resource_per_node() -> None:
     plugin = NodeResourcesFit()
     assert plugin.filter(CycleState(), pi, state.table).tolist() == [False, False]
     reasons = plugin.reasons(CycleState(), pi, state.table, np.array([0, 1]))
-    assert reasons == {"Insufficient cpu": 1, "Insufficient memory": 1, "Insufficient nvidia.com/gpu": 2}
+    assert {r.message: n for r, n in reasons.items()} == {
+        "Insufficient cpu": 1,
+        "Insufficient memory": 1,
+        "Insufficient nvidia.com/gpu": 2,
+    }
+    # Records, not strings: what was asked, used and there, on the first node short of it ("small", row 1).
+    gpu = next(r for r in reasons if isinstance(r, InsufficientResource) and r.resource == "nvidia.com/gpu")
+    assert (gpu.requested, gpu.used, gpu.capacity) == (8, 0, 4)
+    cpu = next(r for r in reasons if isinstance(r, InsufficientResource) and r.resource == "cpu")
+    assert (cpu.requested, cpu.used, cpu.capacity) == (2000, 0, 1000)
+    assert not any(r.unresolvable for r in reasons)
 
 
 def test_fit_counts_pods_and_sees_assumed_pods() -> None:
@@ -243,7 +254,9 @@ def test_fit_counts_pods_and_sees_assumed_pods() -> None:
         state.assume(info(make_pod(f"x{i}").obj(), state), small)
     pi = info(make_pod("p").obj(), state)
     assert plugin.filter(CycleState(), pi, state.table).tolist() == [True, False]
-    assert plugin.reasons(CycleState(), pi, state.table, np.array([small])) == {"Too many pods": 1}
+    reasons = plugin.reasons(CycleState(), pi, state.table, np.array([small]))
+    assert reasons == {InsufficientResource("pods"): 1}
+    assert [(r.message, r.used, r.capacity) for r in reasons] == [("Too many pods", 2, 2)]
     state.forget(state.pods["default/x0"])
     assert plugin.filter(CycleState(), pi, state.table).tolist() == [True, True]
 

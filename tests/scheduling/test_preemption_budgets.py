@@ -8,7 +8,7 @@ import pytest
 
 from phalanx.api.models import PodDisruptionBudget
 from phalanx.cluster.pods import PodInfo
-from phalanx.scheduling.preemption import Budgets
+from phalanx.scheduling.preemption.budgets import Budgets
 
 from builders import make_pod
 

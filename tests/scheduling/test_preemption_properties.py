@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from phalanx.api.models import Node, Pod, PodGroup
-from phalanx.scheduling import preemption
+from phalanx.scheduling.preemption.default_preemption import preempt_pod
 from phalanx.scheduling.scheduler import Scheduler
 
 from builders import make_group, make_node, make_pod
@@ -59,16 +59,16 @@ def test_pod_preemption_invariants(cluster: tuple[list[Node], list[Pod]], cpu: i
     nodes, pods = cluster
     preemptor = make_pod("urgent").requests(cpu=str(cpu), memory="1Gi").priority(priority).obj()
     s = _run(nodes, [*pods, preemptor])
-    out = s.outcomes["default/urgent"]
+    out = s.recorder.outcomes["default/urgent"]
     prio = {f"default/{p.metadata.name}": p.spec.priority or 0 for p in pods}
-    victims = [f"{e.namespace}/{e.name}" for e in s.evictions]
+    victims = [f"{e.namespace}/{e.name}" for e in s.recorder.evictions]
     assert all(prio[v] < priority for v in victims), (victims, priority)
     if not victims:
         return  # never for nothing is structural: no eviction unless the node then fits
-    assert all(e.preemptor_name == "urgent" for e in s.evictions)
+    assert all(e.preemptor_name == "urgent" for e in s.recorder.evictions)
     assert out.phase == "Scheduled", out
     assert out.node == out.nominated_node
-    assert {e.node for e in s.evictions} == {out.node}
+    assert {e.node for e in s.recorder.evictions} == {out.node}
     # Minimal: with the preemptor gone again, any single victim back on the node leaves no room for it.
     pi = s.pods["default/urgent"]
     row = s.state.placement[pi.key]
@@ -93,11 +93,11 @@ def test_gang_preemption_invariants(cluster: tuple[list[Node], list[Pod]], size:
     ]
     s = _run(nodes, [*pods, *members], [group])
     prio = {f"default/{p.metadata.name}": p.spec.priority or 0 for p in pods}
-    victims = [f"{e.namespace}/{e.name}" for e in s.evictions]
+    victims = [f"{e.namespace}/{e.name}" for e in s.recorder.evictions]
     assert all(prio[v] < priority for v in victims), (victims, priority)
     bound = sum(1 for m in members if s.is_bound(f"default/{m.metadata.name}"))
     if victims:
-        assert all(e.preemptor_kind == "PodGroup" for e in s.evictions)
+        assert all(e.preemptor_kind == "PodGroup" for e in s.recorder.evictions)
         assert bound >= size, "the gang evicted pods but does not run"
     assert bound == 0 or bound >= size
 
@@ -120,13 +120,8 @@ def test_vectorised_victim_choice_equals_node_by_node(
     attempt = profile.schedule(pi, s.state.table)
     if attempt.diagnosis is None:
         return
-    fast = preemption.preempt_pod(s, profile, pi, attempt.diagnosis)
-    real = preemption._fast_path
-    try:
-        preemption._fast_path = lambda *_: False  # type: ignore[assignment]
-        slow = preemption.preempt_pod(s, profile, pi, attempt.diagnosis)
-    finally:
-        preemption._fast_path = real
+    fast = preempt_pod(s, profile, pi, attempt.diagnosis)
+    slow = preempt_pod(s, profile, pi, attempt.diagnosis, fast=False)
     if slow is None or fast is None:
         assert slow is None and fast is None
         return

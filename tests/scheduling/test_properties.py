@@ -112,11 +112,11 @@ def test_no_node_is_over_committed(snapshot: tuple[list[Node], list[Pod], list[P
 def test_gang_binds_min_count_or_nothing(snapshot: tuple[list[Node], list[Pod], list[PodGroup]]) -> None:
     nodes, pods, groups = snapshot
     s = run(nodes, pods, groups)
-    for group in s.groups.values():
-        bound = [k for k in s.members_of(group) if k in s.state.placement]
+    for group in s.groups.groups.values():
+        bound = [k for k in s.groups.members_of(group.key) if k in s.state.placement]
         if group.min_count is not None:
             assert len(bound) == 0 or len(bound) >= group.min_count, (group.key, bound)
-        cond = s.conditions.get(group.key)
+        cond = s.condition(group.key)
         if bound:
             assert cond is not None and cond.status == "True"
 

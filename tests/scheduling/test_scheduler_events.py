@@ -25,7 +25,7 @@ def test_update_confirming_our_bind_changes_nothing() -> None:
     sched = _engine()
     sched.add_pod(_pod("p"))
     assert sched.run() == 1
-    node = sched.outcomes["default/p"].node
+    node = sched.recorder.outcomes["default/p"].node
     pi = sched.pods["default/p"]
     sched.update_pod(_pod("p", node or ""))
     assert sched.pods["default/p"] is pi and sched.is_bound("default/p")
@@ -53,6 +53,6 @@ def test_deleted_pod_group_gates_its_pods_again() -> None:
         b.d["spec"]["schedulerName"] = "phalanx"
         sched.add_pod(b.obj())
     assert sched.run() == 0
-    assert sched.outcomes["default/a"].reason == "WaitingForPodGroup"
+    assert sched.recorder.outcomes["default/a"].reason == "WaitingForPodGroup"
     sched.add_pod_group(make_group("g", 2))
     assert sched.run() == 2

@@ -64,12 +64,12 @@ def test_hard_topology_gangs_stay_in_one_domain(snapshot: tuple[list[Node], list
     nodes, pods, groups = snapshot
     s = run(nodes, pods, groups)
     labels = {n.metadata.name: n.metadata.labels.get("rack") for n in nodes}
-    for group in s.groups.values():
+    for group in s.groups.groups.values():
         pg = group.pod_group
         hard = REQUIRED in pg.metadata.annotations or (pg.spec and pg.spec.scheduling_constraints)
         if not hard:
             continue
-        racks = {labels[s.outcomes[k].node or ""] for k in s.members_of(group) if s.is_bound(k)}
+        racks = {labels[s.recorder.outcomes[k].node or ""] for k in s.groups.members_of(group.key) if s.is_bound(k)}
         assert None not in racks, (group.key, racks)
         assert len(racks) <= 1, (group.key, racks)
 
@@ -95,5 +95,5 @@ def test_preferred_gang_is_not_split_when_one_rack_holds_it(
                     s.state.table.allocatable[s.state.table.index[n.metadata.name], 0] // cpu
                 )
         if any(r >= len(members) for r in room.values()):
-            used = {labels[s.outcomes[f"default/{p.metadata.name}"].node or ""] for p in members}
+            used = {labels[s.recorder.outcomes[f"default/{p.metadata.name}"].node or ""] for p in members}
             assert len(used) == 1 and None not in used, (pg.metadata.name, used, room)

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from phalanx.cli import cli
-from phalanx.scheduling.gpu_share import (
+from phalanx.scheduling.plugins.gpu_share.policy import (
     CHOOSERS,
     POLICIES,
     GpuPod,
@@ -27,8 +27,10 @@ from phalanx.scheduling.gpu_share import (
     stranding,
     typical_pods,
 )
-from phalanx.sim.fragmentation import _view, run, target_of, unallocated_curve
-from phalanx.sim.openb import arrival, load_nodes, load_pods
+from phalanx.sim.fragmentation.experiment import target_of, unallocated_curve
+from phalanx.sim.fragmentation.openb import arrival, load_nodes, load_pods
+from phalanx.sim.fragmentation.reference import initial_view as _view
+from phalanx.sim.fragmentation.reference import run_reference as run
 
 DATA = Path(__file__).parent / "data"
 NODES, PODS = DATA / "openb_nodes_sample.csv", DATA / "openb_pods_sample.csv"

@@ -9,13 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from phalanx.scheduling import gpu_share as gs
 from phalanx.scheduling.config import default_profile
 from phalanx.scheduling.plugins.gpu_share import NAME as GPU_SHARE
 from phalanx.scheduling.plugins.gpu_share import GpuShare, parse_args
-from phalanx.sim import fragmentation_engine as fe
-from phalanx.sim.fragmentation import run
-from phalanx.sim.openb import load_nodes, load_pods
+from phalanx.scheduling.plugins.gpu_share import policy as gs
+from phalanx.sim.fragmentation import engine as fe
+from phalanx.sim.fragmentation.openb import load_nodes, load_pods
+from phalanx.sim.fragmentation.reference import run_reference as run
 
 DATA = Path(__file__).parent / "data"
 NODES, PODS = load_nodes(DATA / "openb_nodes_sample.csv"), load_pods(DATA / "openb_pods_sample.csv")

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from phalanx.api.errors import InputError
-from phalanx.sim.openb import OpenbNodes, OpenbPods, arrival, load_nodes, load_pods
+from phalanx.sim.fragmentation.openb import OpenbNodes, OpenbPods, arrival, load_nodes, load_pods
 
 DATA = Path(__file__).parent / "data"
 POD_HEADER = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec\n"

@@ -16,6 +16,7 @@ from phalanx.api.models import NodeSelector, ObjectMeta, Quantity
 
 __all__ = [
     "API_GROUP",
+    "POD_CLAIM_NAME_ANNOTATION",
     "AllocatedDeviceStatus",
     "AllocationResult",
     "CELDeviceSelector",
@@ -57,6 +58,8 @@ __all__ = [
 ]
 
 API_GROUP = "resource.k8s.io"
+# Set by the resourceclaim controller on a claim it generates: the pod's (or PodGroup's) claim entry it serves.
+POD_CLAIM_NAME_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
 
 
 class _Model(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):

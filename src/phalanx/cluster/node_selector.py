@@ -8,14 +8,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-import numpy.typing as npt
 
 from phalanx.api.models import NodeSelectorRequirement, NodeSelectorTerm
+from phalanx.arrays import BoolArray
 from phalanx.cluster.nodes import NodeTable
 
 __all__ = ["requirement_mask", "term_mask", "terms_mask"]
-
-BoolArray = npt.NDArray[np.bool_]
 
 
 def requirement_mask(req: NodeSelectorRequirement, nodes: NodeTable) -> BoolArray:

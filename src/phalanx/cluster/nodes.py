@@ -18,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from phalanx.api.models import Node, Taint
+from phalanx.arrays import BoolArray, IntArray
 from phalanx.cluster.resources import ResourceIndex, amount
 
 if TYPE_CHECKING:
@@ -25,8 +26,6 @@ if TYPE_CHECKING:
 
 __all__ = ["AffinityGroup", "HostPort", "LabelColumn", "NodeTable"]
 
-BoolArray = npt.NDArray[np.bool_]
-IntArray = npt.NDArray[np.int64]
 
 HostPort = tuple[str, str, int]  # (protocol, hostIP, port)
 

@@ -18,6 +18,7 @@ import msgspec
 from phalanx.api import models as m
 
 __all__ = [
+    "INDEX_LABEL",
     "REASON_BACKOFF_LIMIT_EXCEEDED",
     "JobObjects",
     "backoff_limit_exceeded",

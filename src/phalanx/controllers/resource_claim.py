@@ -16,8 +16,8 @@ import msgspec
 
 from phalanx.api import dra
 from phalanx.api import models as m
+from phalanx.api.dra import POD_CLAIM_NAME_ANNOTATION
 from phalanx.controllers.job import uid_of
-from phalanx.dra.claims import POD_CLAIM_NAME_ANNOTATION
 
 __all__ = ["GeneratedClaims", "generate_claims", "generated_claim_name"]
 

@@ -25,7 +25,6 @@ from phalanx.dra.state import AllocatedState
 
 __all__ = [
     "MAX_RESERVED_FOR",
-    "POD_CLAIM_NAME_ANNOTATION",
     "ClaimRecord",
     "ClaimTracker",
     "PodClaim",
@@ -35,7 +34,6 @@ __all__ = [
 ]
 
 MAX_RESERVED_FOR = 256
-POD_CLAIM_NAME_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
 _PODGROUPS = ("scheduling.k8s.io", "podgroups")
 
 

@@ -13,19 +13,17 @@ from fractions import Fraction
 
 import msgspec
 import numpy as np
-import numpy.typing as npt
 
 from phalanx.api import dra
 from phalanx.api.models import NodeSelector, Quantity
 from phalanx.api.quantity import QuantityError, parse_quantity
+from phalanx.arrays import BoolArray, IntArray
 from phalanx.cluster.node_selector import terms_mask
 from phalanx.cluster.nodes import NodeTable
 from phalanx.dra.features import DEFAULT_FEATURES, Features
 
 __all__ = ["DeviceInfo", "DeviceInventory", "NodePool", "PoolInfo"]
 
-BoolArray = npt.NDArray[np.bool_]
-IntArray = npt.NDArray[np.int64]
 CounterSets = dict[str, dict[str, Fraction]]
 
 _NOWHERE = -2  # node-local to a node that is not in the table

@@ -4,6 +4,29 @@ from __future__ import annotations
 
 import ctypes
 
+__all__ = [
+    "ARGS_LEN",
+    "FIRST_POLICY_RULE",
+    "HOOK_CONNECT",
+    "HOOK_EGRESS",
+    "HOOK_SENDMSG",
+    "RULE_LEARNED",
+    "RULE_LOOPBACK",
+    "RULE_NONE",
+    "RULE_STRICT",
+    "VERDICT_ALLOW",
+    "VERDICT_AUDIT",
+    "VERDICT_DENY",
+    "GuardConfig",
+    "GuardEvent",
+    "Learned",
+    "Lpm4Key",
+    "Lpm6Key",
+    "OrigDst",
+    "Owner",
+    "PortKey",
+]
+
 ARGS_LEN = 256
 
 VERDICT_ALLOW = 0

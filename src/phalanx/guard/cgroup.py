@@ -13,6 +13,18 @@ from pathlib import Path
 
 from phalanx.guard.errors import CgroupError, NotSupportedError
 
+__all__ = [
+    "EMPTY_WAIT_S",
+    "PARENT",
+    "RunCgroup",
+    "create_run",
+    "find_root",
+    "join",
+    "own_cgroup",
+    "process_start_time",
+    "sweep_stale",
+]
+
 PARENT = "phalanx-guard"
 EMPTY_WAIT_S = 5.0
 

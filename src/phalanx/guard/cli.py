@@ -15,6 +15,8 @@ from phalanx.guard import report as report_mod
 from phalanx.guard.errors import EXIT_INTERNAL, GuardError, PolicyError
 from phalanx.guard.events import EventSink
 
+__all__ = ["GuardGroup", "guard", "report_cmd", "run_cmd", "validate_policy_cmd"]
+
 
 class GuardGroup(click.Group):
     """A group whose default command is `run`: anything that is not a subcommand name is the guarded command."""

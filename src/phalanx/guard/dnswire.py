@@ -8,6 +8,21 @@ import socket
 import struct
 from dataclasses import dataclass
 
+__all__ = [
+    "RCODE_NXDOMAIN",
+    "RCODE_SERVFAIL",
+    "TYPE_A",
+    "TYPE_AAAA",
+    "TYPE_NAMES",
+    "TYPE_OPT",
+    "Question",
+    "WireError",
+    "answer_addresses",
+    "error_reply",
+    "parse_question",
+    "with_id",
+]
+
 TYPE_A = 1
 TYPE_AAAA = 28
 TYPE_OPT = 41

@@ -13,6 +13,24 @@ Anything else escaping the guard is a bug and exits 70. Code branches on these t
 
 from __future__ import annotations
 
+__all__ = [
+    "EXIT_BPF",
+    "EXIT_CGROUP",
+    "EXIT_INTERNAL",
+    "EXIT_NOT_EXECUTABLE",
+    "EXIT_NOT_FOUND",
+    "EXIT_NOT_SUPPORTED",
+    "EXIT_PROXY",
+    "EXIT_USAGE",
+    "BpfError",
+    "CgroupError",
+    "CommandStartError",
+    "GuardError",
+    "NotSupportedError",
+    "PolicyError",
+    "ProxyError",
+]
+
 EXIT_USAGE = 2
 EXIT_INTERNAL = 70
 EXIT_NOT_SUPPORTED = 71

@@ -14,6 +14,8 @@ import msgspec
 
 from phalanx.guard.procinfo import ProcessRef
 
+__all__ = ["PROTOCOLS", "Event", "EventSink", "Kind", "Verdict", "now", "rfc3339"]
+
 _encode = msgspec.json.Encoder().encode  # several times faster than json.dumps, on the proxy's hot path
 
 Verdict = Literal["allow", "deny", "audit"]

@@ -11,6 +11,20 @@ from typing import Any
 
 from phalanx.guard.errors import NotSupportedError
 
+__all__ = [
+    "BPF_ANY",
+    "BPF_F_ALLOW_MULTI",
+    "PRINT_FN",
+    "SAMPLE_FN",
+    "Libbpf",
+    "SampleCallback",
+    "c_char_p",
+    "c_int",
+    "c_void_p",
+    "errno_text",
+    "last_errno",
+]
+
 c_void_p = ctypes.c_void_p
 c_char_p = ctypes.c_char_p
 c_int = ctypes.c_int

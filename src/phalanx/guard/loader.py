@@ -14,6 +14,8 @@ from phalanx.guard.errors import BpfError, NotSupportedError
 from phalanx.guard.libbpf import BPF_F_ALLOW_MULTI, Libbpf, errno_text, last_errno
 from phalanx.guard.objects import object_path
 
+__all__ = ["OBJECTS", "SHARED_MAPS", "Programs", "load_and_attach"]
+
 # object name -> programs in it (function names in the C source)
 OBJECTS: dict[str, tuple[str, ...]] = {
     "connect": ("guard_connect4", "guard_connect6"),

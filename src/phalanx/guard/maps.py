@@ -12,6 +12,8 @@ from phalanx.guard.abi import Learned, Lpm4Key, Lpm6Key, Owner, PortKey
 from phalanx.guard.errors import BpfError
 from phalanx.guard.libbpf import BPF_ANY, Libbpf, errno_text, last_errno
 
+__all__ = ["ClientOwner", "IPAddress", "IPNetwork", "PolicyMaps"]
+
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 

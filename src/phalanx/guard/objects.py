@@ -9,6 +9,8 @@ from pathlib import Path
 from phalanx.guard.bpf import build
 from phalanx.guard.errors import NotSupportedError
 
+__all__ = ["cache_dir", "object_path"]
+
 
 def cache_dir() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")

@@ -16,6 +16,21 @@ import yaml
 from phalanx.guard.abi import FIRST_POLICY_RULE, RULE_LOOPBACK, RULE_NONE, RULE_STRICT
 from phalanx.guard.errors import PolicyError
 
+__all__ = [
+    "BUILTIN_RULES",
+    "Decision",
+    "IPNetwork",
+    "Mode",
+    "NameRule",
+    "Policy",
+    "PolicyFile",
+    "build",
+    "load_file",
+    "merge",
+    "normalize_name",
+    "parse_upstream",
+]
+
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 Mode = Literal["enforce", "audit"]
 

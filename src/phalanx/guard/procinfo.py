@@ -7,6 +7,8 @@ from pathlib import Path
 
 import msgspec
 
+__all__ = ["MAX_DEPTH", "ProcessRef", "cmdline", "comm", "parent_pid", "parents", "snapshot", "split_args"]
+
 MAX_DEPTH = 32
 
 

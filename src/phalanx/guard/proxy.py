@@ -21,6 +21,8 @@ from phalanx.guard.events import Event, EventSink, Verdict, rfc3339
 from phalanx.guard.policy import Decision, Policy
 from phalanx.guard.procinfo import ProcessRef
 
+__all__ = ["BIND_ATTEMPTS", "TCP_IDLE_S", "UPSTREAM_TIMEOUT_S", "Attributor", "DnsProxy", "Learner", "Who"]
+
 UPSTREAM_TIMEOUT_S = 2.0
 TCP_IDLE_S = 10.0
 BIND_ATTEMPTS = 50

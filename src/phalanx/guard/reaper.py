@@ -11,6 +11,8 @@ from pathlib import Path
 
 from phalanx.guard.cgroup import RunCgroup
 
+__all__ = ["Reaper", "start"]
+
 
 @dataclass
 class Reaper:

@@ -11,6 +11,8 @@ from pathlib import Path
 from phalanx.guard.errors import PolicyError
 from phalanx.guard.events import EventSink
 
+__all__ = ["VERDICT_ORDER", "CommandDeps", "Dependency", "aggregate", "read_events", "render", "summary"]
+
 VERDICT_ORDER = ("deny", "audit", "allow")
 
 

@@ -38,6 +38,20 @@ from phalanx.guard.maps import IPAddress, PolicyMaps
 from phalanx.guard.policy import Decision, Policy, parse_upstream
 from phalanx.guard.proxy import DnsProxy, Who
 
+__all__ = [
+    "FAULT_ENV",
+    "MAX_LEARNED_PER_ANSWER",
+    "TTL_FLOOR_S",
+    "TTL_GRACE_S",
+    "WHO_CACHE_S",
+    "RunOptions",
+    "environment_warnings",
+    "preflight",
+    "procinfo_time",
+    "run",
+    "system_upstreams",
+]
+
 TTL_FLOOR_S = 60.0  # short TTLs would expire an address between the answer and a slow script's connect
 TTL_GRACE_S = 30.0
 MAX_LEARNED_PER_ANSWER = 64  # a name with thousands of addresses (object stores) must not flood the maps

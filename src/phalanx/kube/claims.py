@@ -15,8 +15,8 @@ from typing import Any
 import msgspec
 
 from phalanx.api import dra
-from phalanx.cluster.pods import PodInfo
-from phalanx.dra.claims import POD_CLAIM_NAME_ANNOTATION
+from phalanx.api.dra import POD_CLAIM_NAME_ANNOTATION
+from phalanx.api.models import Pod
 from phalanx.kube.prebind import ClaimWrite, same_allocation
 from phalanx.scheduling.resource_claims import EXTENDED_RESOURCE_ANNOTATION, ResourceObjects
 from phalanx.scheduling.scheduler import Scheduler
@@ -89,16 +89,14 @@ def resource_objects(cache: Cache) -> ResourceObjects:
 def claim_writes(eng: Scheduler, key: str, cache: Cache, holds: ClaimHolds) -> list[ClaimWrite]:
     """What PreBind must write for the pod ``key`` the engine just bound: one entry per claim it reserved, each
     against the claim as the API server has it (not as an earlier pod's write in flight assumed it)."""
-    held = eng.claims.held.get(key)
-    pi = eng.pods.get(key)
-    if not held or pi is None:
+    pod = eng.pod(key)
+    reserved = eng.reserved_claims(key)
+    if not reserved or pod is None:
         return []
     out = []
-    for pc in dict.fromkeys(held):
-        record = eng.claims.tracker.records.get(pc.key)
-        if record is None:
-            continue
-        current = holds.api_version(pc.key, cache.get("resourceclaims", {}).get(pc.key))
+    for rc in reserved:
+        record = rc.status
+        current = holds.api_version(record.key, cache.get("resourceclaims", {}).get(record.key))
         ours = msgspec.to_builtins(record.allocation) if record.allocation is not None else None
         theirs = (current.get("status") or {}).get("allocation") if current is not None else None
         # The API server has the engine's allocation: reserve only. A different one can only be one the engine's
@@ -109,11 +107,11 @@ def claim_writes(eng: Scheduler, key: str, cache: Cache, holds: ClaimHolds) -> l
         create = pod_status = None
         if current is None and EXTENDED_RESOURCE_ANNOTATION in record.claim.metadata.annotations:
             create = {k: v for k, v in msgspec.to_builtins(record.claim).items() if k != "status"}
-            pod_status = _extended_status(eng, pi, record.claim)
+            pod_status = rc.extended_status
         elif current is None:
             continue  # deleted since the cycle: the write would fail anyway; the watch requeues the pod
-        ns, name = pc.key.split("/", 1)
-        consumer = _consumer(pi, pc.group, cache)
+        ns, name = record.key.split("/", 1)
+        consumer = _consumer(pod, rc.group, cache)
         out.append(ClaimWrite(key, ns, name, current, consumer, allocation, create, pod_status, replaces))
     return out
 
@@ -130,27 +128,12 @@ def assumed(w: ClaimWrite, cached: dict[str, Any] | None) -> dict[str, Any]:
     return {**base, "status": status}
 
 
-def _consumer(pi: PodInfo, group: str | None, cache: Cache) -> dict[str, str]:
+def _consumer(pod: Pod, group: str | None, cache: Cache) -> dict[str, str]:
     if group is None:
-        return {"resource": "pods", "name": pi.name, "uid": pi.pod.metadata.uid}
+        return {"resource": "pods", "name": pod.metadata.name, "uid": pod.metadata.uid}
     pg = cache.get("podgroups", {}).get(group) or {}
     uid = str((pg.get("metadata") or {}).get("uid") or "")
     return {"apiGroup": "scheduling.k8s.io", "resource": "podgroups", "name": group.split("/", 1)[1], "uid": uid}
-
-
-def _extended_status(eng: Scheduler, pi: PodInfo, claim: dra.ResourceClaim) -> dict[str, Any]:
-    """``status.extendedResourceClaimStatus``: which container's resource each request of the claim serves, in
-    the order the engine named the requests (``container-<i>-request-<j>``)."""
-    lacking = eng.claims.lacking(pi, eng.state.table, eng.state.placement[pi.key])
-    mappings, per_container = [], Counter[int]()
-    for resource, i, _, _ in eng.claims.extended_requests(pi):
-        if resource not in lacking:
-            continue
-        request = f"container-{i}-request-{per_container[i]}"
-        per_container[i] += 1
-        container = pi.pod.spec.containers[i].name
-        mappings.append({"containerName": container, "resourceName": resource, "requestName": request})
-    return {"extendedResourceClaimStatus": {"resourceClaimName": claim.metadata.name, "requestMappings": mappings}}
 
 
 class ClaimHolds:

@@ -37,7 +37,6 @@ import msgspec
 
 from phalanx.api.models import Namespace, Node, Pod, PodGroup, PriorityClass
 from phalanx.api.models import PodDisruptionBudget as PDB
-from phalanx.cluster.pods import PodInfo, pod_key
 from phalanx.kube.api import POD_GROUP_LABEL, RESOURCES, Api, ApiError, Resource
 from phalanx.kube.binder import Binder
 from phalanx.kube.claims import DEVICES, ClaimHolds, assumed, claim_writes, decode_claim, devices, resource_objects
@@ -47,9 +46,10 @@ from phalanx.kube.prebind import ClaimWrite, PreBindResult
 from phalanx.kube.versions import CANDIDATES, to_v1alpha2
 from phalanx.scheduling import outcome as o
 from phalanx.scheduling.config import SchedulerConfig, default_profile
-from phalanx.scheduling.scheduler import GroupInfo, Scheduler
+from phalanx.scheduling.recorder import Rejection
+from phalanx.scheduling.scheduler import Scheduler
 
-__all__ = ["Controller", "Engine", "obj_key"]
+__all__ = ["Controller", "Decisions", "new_engine", "obj_key"]
 
 log = logging.getLogger("phalanx.kube")
 _TERMINAL = ("Succeeded", "Failed")
@@ -58,43 +58,54 @@ _REBUILD = {"priorityclasses", "namespaces", "poddisruptionbudgets"}
 
 def obj_key(obj: dict[str, Any]) -> str:
     md = obj.get("metadata") or {}
-    return pod_key(md.get("namespace", ""), md.get("name", "")) if md.get("namespace") else str(md.get("name"))
+    return f"{md.get('namespace', '')}/{md.get('name', '')}" if md.get("namespace") else str(md.get("name"))
 
 
-class Engine(Scheduler):
-    """The engine, recording what a cycle decided so the controller can write it."""
+class Decisions(o.OutcomeLog):
+    """The engine's recorder in serve: what a run decided, for the controller to write (and, as an OutcomeLog,
+    the latest outcome of every pod, as the engine itself used to keep)."""
 
-    def __init__(self, config: SchedulerConfig | None) -> None:
-        super().__init__(config or SchedulerConfig([default_profile("phalanx")]))
+    def __init__(self) -> None:
+        super().__init__()
         self.just_bound: list[str] = []
         self.just_failed: dict[str, tuple[str, str]] = {}
         self.changed_groups: set[str] = set()
-        self.on_bind: Callable[[Engine, str], None] | None = None
+        self.on_bind: Callable[[str, str], None] | None = None
         self.on_evict: Callable[[o.Eviction], None] | None = None
 
-    def bind(self, pi: PodInfo) -> None:
-        """The cycle succeeded for ``pi`` (for a gang: the whole PodGroup cycle): write the binding right away, so
+    def bound(self, key: str, node: str) -> None:
+        """The cycle succeeded for the pod (for a gang: the whole PodGroup cycle): write the binding right away, so
         binding overlaps the scheduling of the pods behind it, as kube-scheduler's binding goroutines do."""
-        super().bind(pi)
-        self.just_bound.append(pi.key)
+        super().bound(key, node)
+        self.just_bound.append(key)
         if self.on_bind is not None:
-            self.on_bind(self, pi.key)
+            self.on_bind(key, node)
 
-    def evict(self, *args: Any, **kwargs: Any) -> None:
-        """Preemption chose victims: the engine counts them gone; the controller deletes them."""
-        before = len(self.evictions)
-        super().evict(*args, **kwargs)
+    def evicted(self, eviction: o.Eviction) -> None:
+        """Preemption chose a victim: the engine counts it gone; the controller deletes it."""
+        super().evicted(eviction)
         if self.on_evict is not None:
-            for ev in self.evictions[before:]:
-                self.on_evict(ev)
+            self.on_evict(eviction)
 
-    def fail(self, pi: PodInfo, reason: str, message: str, *args: Any, **kwargs: Any) -> None:
-        super().fail(pi, reason, message, *args, **kwargs)
-        self.just_failed[pi.key] = (reason, message)
+    def unschedulable(self, key: str, rejection: Rejection) -> None:
+        super().unschedulable(key, rejection)
+        self.just_failed[key] = (rejection.reason, rejection.message)
 
-    def set_condition(self, group: GroupInfo, status: str, reason: str, message: str) -> None:
-        super().set_condition(group, status, reason, message)
-        self.changed_groups.add(group.key)
+    def condition_changed(self, group: str, condition: o.GroupCondition) -> None:
+        super().condition_changed(group, condition)
+        if condition.type == o.CONDITION_POD_GROUP_SCHEDULED:
+            self.changed_groups.add(group)
+
+    def take(self) -> tuple[list[str], dict[str, tuple[str, str]], set[str]]:
+        out = self.just_bound, self.just_failed, self.changed_groups
+        self.just_bound, self.just_failed, self.changed_groups = [], {}, set()
+        return out
+
+
+def new_engine(config: SchedulerConfig | None, decisions: Decisions) -> Scheduler:
+    """The engine serve runs: the configured profiles (default: one profile named phalanx), deciding into
+    ``decisions``."""
+    return Scheduler(config or SchedulerConfig([default_profile("phalanx")]), recorder=decisions)
 
 
 @dataclass
@@ -109,7 +120,8 @@ class Controller:
     deltas: queue.Queue[Any] = field(default_factory=queue.Queue)
     cache: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     synced: set[str] = field(default_factory=set)
-    engine: Engine | None = None
+    engine: Scheduler | None = None
+    decisions: Decisions = field(default_factory=Decisions)
     rebuild: bool = False
     written: dict[str, tuple[str, str]] = field(default_factory=dict)  # pod key -> last (reason, message) written
     retry_groups: set[str] = field(default_factory=set)
@@ -249,13 +261,13 @@ class Controller:
                 eng.add_pod_group(pg)
 
     @staticmethod
-    def _confirms_placement(eng: Engine, key: str, obj: dict[str, Any]) -> bool:
+    def _confirms_placement(eng: Scheduler, key: str, obj: dict[str, Any]) -> bool:
         """Our own binding coming back through the watch: the engine already has the pod bound on that node."""
         node = (obj.get("spec") or {}).get("nodeName")
-        row = eng.state.placement.get(key)
-        if not node or row is None or key in eng.state.assumed or (obj.get("status") or {}).get("phase") in _TERMINAL:
+        bound = eng.bound_node(key)
+        if not node or bound is None or (obj.get("status") or {}).get("phase") in _TERMINAL:
             return False
-        return bool(eng.state.table.names[row] == node)
+        return bool(bound == node)
 
     def _pod(self, obj: dict[str, Any]) -> Pod | None:
         """The pod as the engine should see it, or None: terminal pods and other schedulers' pending pods."""
@@ -273,9 +285,10 @@ class Controller:
 
     # --- 2. build and run ---------------------------------------------------------------------------------------
 
-    def build(self) -> Engine:
+    def build(self) -> Scheduler:
         """A new engine from the cache: every bound pod accounted, every pending pod of ours queued."""
-        eng = Engine(self.config)
+        self.decisions = Decisions()
+        eng = new_engine(self.config, self.decisions)
         nodes = [n for o in self.cache["nodes"].values() if (n := _decode(o, Node)) is not None]
         pcs = [p for o in self.cache.get("priorityclasses", {}).values() if (p := _decode(o, PriorityClass))]
         pgs = [g for o in self.cache.get("podgroups", {}).values() if (g := _decode(to_v1alpha2(o), PodGroup))]
@@ -287,15 +300,16 @@ class Controller:
             eng.load(nodes, pods, pgs, pcs, namespaces=nss, pdbs=pdbs, resources=dra)
         except Exception as exc:  # one pod the engine refuses must not stop the others
             log.warning("loading pods one by one: %s", exc)
-            eng = Engine(self.config)
+            self.decisions = Decisions()
+            eng = new_engine(self.config, self.decisions)
             eng.load(nodes, [], pgs, pcs, namespaces=nss, pdbs=pdbs, resources=dra)
             for p in pods:
                 try:
                     eng.add_pod(p)
                 except Exception as err:
                     log.warning("pod %s/%s ignored: %s", p.metadata.namespace, p.metadata.name, err)
-        eng.on_bind = self._bind
-        eng.on_evict = self._evict
+        self.decisions.on_bind = self._bind
+        self.decisions.on_evict = self._evict
         self.engine, self.rebuild, self.devices_changed = eng, False, False
         return eng
 
@@ -316,9 +330,9 @@ class Controller:
 
     # --- 3 and 4. writes ----------------------------------------------------------------------------------------
 
-    def _write(self, eng: Engine, elapsed: float) -> int:
-        bound, failed, groups = eng.just_bound, eng.just_failed, eng.changed_groups | self.retry_groups
-        eng.just_bound, eng.just_failed, eng.changed_groups, self.retry_groups = [], {}, set(), set()
+    def _write(self, eng: Scheduler, elapsed: float) -> int:
+        bound, failed, changed = self.decisions.take()
+        groups, self.retry_groups = changed | self.retry_groups, set()
         attempts = len(bound) + len(failed)
         if attempts:
             self.metrics.observe(elapsed / attempts, attempts)
@@ -326,8 +340,9 @@ class Controller:
             self.metrics.inc(
                 "scheduler_schedule_attempts_total", len(failed), result="unschedulable", profile="phalanx"
             )
-        self.metrics.set("scheduler_pending_pods", len(eng.queue), queue="active")
-        self.metrics.set("scheduler_pending_pods", len(eng.queue.gated), queue="gated")
+        active, gated = eng.pending()
+        self.metrics.set("scheduler_pending_pods", active, queue="active")
+        self.metrics.set("scheduler_pending_pods", gated, queue="gated")
         for key, (reason, message) in failed.items():
             self._unschedulable(key, reason, message)
             self._deallocated(eng, key)
@@ -335,20 +350,19 @@ class Controller:
             self._condition(eng, gk)
         return len(bound)
 
-    def _bind(self, eng: Engine, key: str) -> None:
+    def _bind(self, key: str, node: str) -> None:
+        eng = self.engine
         pod = self.cache["pods"].get(key)
-        row = eng.state.placement.get(key)
-        if pod is None or row is None:
+        if pod is None or eng is None:
             return
-        node = eng.state.table.names[row]
         md = pod["metadata"]
         # Assume it in the cache too (same resourceVersion, so the watch's version replaces it): an engine rebuilt
         # before the watch confirms the bind must not give the pod's room to another pod.
         self.cache["pods"][key] = {**pod, "spec": {**(pod.get("spec") or {}), "nodeName": node}}
         self.inflight.add(key)
         if self._assume_claims(eng, key):
-            group = eng.pods[key].group_key
-            if group in eng.groups and node not in self.victims.values():
+            group = eng.group_of(key)
+            if group is not None and node not in self.victims.values():
                 self.gangs.setdefault(group, []).append((key, node))  # written with the other members, then bound
                 return
         if node in self.victims.values():
@@ -358,7 +372,7 @@ class Controller:
             return
         self._submit_bind(key, pod, node)
 
-    def _assume_claims(self, eng: Engine, key: str) -> bool:
+    def _assume_claims(self, eng: Scheduler, key: str) -> bool:
         """The claims the pod reserved, as PreBind will write them: held, and assumed in the cache (so an engine
         rebuilt before the writes are answered keeps their allocations). False when the pod has none."""
         claims = self.cache.setdefault("resourceclaims", {})
@@ -448,7 +462,7 @@ class Controller:
         self.deltas.put(_Refresh(key, fresh))
 
     def _evict(self, ev: o.Eviction) -> None:
-        key = pod_key(ev.namespace, ev.name)
+        key = f"{ev.namespace}/{ev.name}"
         pod = self.cache["pods"].get(key)
         if pod is None:
             return
@@ -495,20 +509,17 @@ class Controller:
         except ApiError as exc:
             log.info("re-reading %s: %s", key, exc)
 
-    def _deallocated(self, eng: Engine, key: str) -> None:
+    def _deallocated(self, eng: Scheduler, key: str) -> None:
         """DynamicResources PostFilter: a claim of the failed pod the engine deallocated (unusable where the pod
         could run, reserved by nobody else) is deallocated in the API server too, so the next attempt may allocate
         it elsewhere."""
-        pi = eng.pods.get(key)
-        if pi is None or not pi.pod.spec.resource_claims:
-            return
-        for pc in eng.claims.claims(pi).claims:
-            record = eng.claims.tracker.records.get(pc.key)
-            cached = self.cache.get("resourceclaims", {}).get(pc.key)
-            if record is None or record.allocation is not None or cached is None or self.holds.held(pc.key):
+        for pc in eng.pod_claims(key):
+            ck = pc.status.key
+            cached = self.cache.get("resourceclaims", {}).get(ck)
+            if pc.status.allocation is not None or cached is None or self.holds.held(ck):
                 continue
             if (cached.get("status") or {}).get("allocation") is not None:
-                ns, name = pc.key.split("/", 1)
+                ns, name = ck.split("/", 1)
                 self.binder.submit(self.binder.deallocate, ns, name, cached["metadata"].get("resourceVersion", ""))
 
     def _unschedulable(self, key: str, reason: str, message: str) -> None:
@@ -521,8 +532,8 @@ class Controller:
         md = pod["metadata"]
         self.binder.submit(self.binder.unschedulable, md["namespace"], md["name"], md.get("uid", ""), reason, message)
 
-    def _condition(self, eng: Engine, gk: str) -> None:
-        cond = eng.conditions.get(gk)
+    def _condition(self, eng: Scheduler, gk: str) -> None:
+        cond = eng.condition(gk)
         pg = self.cache.get("podgroups", {}).get(gk)
         if cond is None or pg is None:
             return

@@ -1,9 +1,12 @@
-"""Why a pod fits nowhere: reason counts per node, rendered as kube-scheduler's FitError message."""
+"""Why a pod fits nowhere: reason records counted per node, rendered as kube-scheduler's FitError message (the
+one place filter reasons become text)."""
 
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+
+from phalanx.scheduling.reasons import FailureReason
 
 __all__ = ["NO_NODE_AVAILABLE", "Diagnosis"]
 
@@ -12,11 +15,11 @@ NO_NODE_AVAILABLE = "0/{} nodes are available"
 
 @dataclass
 class Diagnosis:
-    """The reasons nodes were rejected. ``reasons`` counts nodes per reason (a node rejected for two resources
-    counts under both); ``rejected_by`` maps plugin name to the number of nodes it rejected first."""
+    """The reasons nodes were rejected. ``reasons`` counts nodes per reason record (a node rejected for two
+    resources counts under both); ``rejected_by`` maps plugin name to the number of nodes it rejected first."""
 
     num_nodes: int
-    reasons: Counter[str] = field(default_factory=Counter)
+    reasons: Counter[FailureReason] = field(default_factory=Counter)
     rejected_by: Counter[str] = field(default_factory=Counter)
     unresolvable_nodes: int = 0
     pre_filter_message: str = ""
@@ -28,7 +31,7 @@ class Diagnosis:
         if self.pre_filter_message:
             out += f" {self.pre_filter_message}."
         else:
-            histogram = sorted(f"{count} {reason}" for reason, count in self.reasons.items())
+            histogram = sorted(f"{count} {reason.message}" for reason, count in self.reasons.items())
             out += f" {', '.join(histogram)}."
         if self.post_filter_message:
             out += f" {self.post_filter_message}"  # ends with its own period, as kube-scheduler writes it

@@ -1,7 +1,9 @@
-"""The plugin contract: statuses, per-cycle state, and one protocol per extension point.
+"""The plugin contract: statuses, per-cycle state, the framework handle, and one protocol per extension point.
 
 Filters are vectorised: a filter returns a boolean mask over every node of the table, and explains its
-rejections only when asked (when a pod fits nowhere). Scores return one integer per feasible node.
+rejections (as reason records, :mod:`phalanx.scheduling.reasons`) only when asked, when a pod fits nowhere.
+Scores return one integer per feasible node. Optional abilities (``skips``, ``resolvable_rows``, device slots) are
+protocols of their own, so the profile finds them by type, never by name.
 """
 
 from __future__ import annotations
@@ -12,37 +14,40 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
-import numpy.typing as npt
 
+from phalanx.arrays import BoolArray, IntArray
 from phalanx.cluster.nodes import NodeTable
 from phalanx.cluster.pods import PodInfo
+from phalanx.scheduling.reasons import FailureReason, render
 
 __all__ = [
     "MAX_NODE_SCORE",
     "BoolArray",
     "Code",
+    "CountingPlugin",
     "CycleState",
     "FilterPlugin",
     "IntArray",
     "PreFilterPlugin",
+    "ResolvingPlugin",
     "ScorePlugin",
+    "SkippingPlugin",
     "StateKey",
     "Status",
     "default_normalize",
 ]
 
-BoolArray = npt.NDArray[np.bool_]
-IntArray = npt.NDArray[np.int64]
 MAX_NODE_SCORE = 100
 
 
 class Code(enum.IntEnum):
-    """What a plugin's verdict means for the pod.
+    """What a verdict means for the pod, as kube-scheduler's status codes.
 
-    SUCCESS: go on. ERROR: an internal fault; the pod is retried after backoff. UNSCHEDULABLE: does not fit now;
-    preemption may help. UNSCHEDULABLE_AND_UNRESOLVABLE: does not fit and preemption cannot help. WAIT: a Permit
-    plugin holds the pod (gang quorum not reached). SKIP: the plugin has nothing to do for this pod. PENDING: the
-    pod waits for something outside the scheduler, with no backoff penalty.
+    SUCCESS: go on. ERROR: an internal fault (a broken selector, contradictory bound members); the pod is reported
+    ``SchedulerError``. UNSCHEDULABLE: does not fit now; preemption may help. UNSCHEDULABLE_AND_UNRESOLVABLE: does
+    not fit and preemption cannot help (a PreEnqueue gate, a taint, a missing label). WAIT: Permit holds the pod
+    (its gang has not reached minCount). SKIP: the plugin has nothing to do for this pod. PENDING: the pod waits
+    for something outside the scheduler (a ResourceClaim not created yet), with no backoff penalty.
     """
 
     SUCCESS = 0
@@ -56,9 +61,13 @@ class Code(enum.IntEnum):
 
 @dataclass(frozen=True, slots=True)
 class Status:
+    """A plugin's or the framework's verdict: a code, the reasons (records), the plugin that gave it, and for
+    ERROR the exception behind it."""
+
     code: Code = Code.SUCCESS
-    reasons: tuple[str, ...] = ()
+    reasons: tuple[FailureReason, ...] = ()
     plugin: str = ""
+    error: Exception | None = None
 
     @property
     def ok(self) -> bool:
@@ -70,7 +79,9 @@ class Status:
 
     @property
     def message(self) -> str:
-        return ", ".join(self.reasons)
+        if not self.reasons and self.error is not None:
+            return str(self.error)
+        return render(self.reasons)
 
 
 SUCCESS = Status()
@@ -117,23 +128,48 @@ class PreFilterPlugin(Protocol):
 
 class FilterPlugin(Protocol):
     """Filter: which nodes can run the pod. ``static`` plugins depend only on the pod's signature and the
-    static node columns, so the framework caches their masks per signature."""
+    static node columns, so the framework caches their masks per signature. ``unresolvable``: every rejection is
+    UNSCHEDULABLE_AND_UNRESOLVABLE. A plugin whose code depends on the reason sets ``per_reason = True``, and
+    each of its reason records says whether it is resolvable."""
 
     name: ClassVar[str]
     static: ClassVar[bool]
-    unresolvable: ClassVar[bool]  # its rejections cannot be resolved by preemption
+    unresolvable: ClassVar[bool]
 
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: IntArray | None = None) -> BoolArray:
         """The mask over ``rows`` (every node when None). Static plugins are only called with None."""
         ...
 
-    def reasons(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rejected: IntArray) -> Counter[str]:
+    def reasons(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rejected: IntArray) -> Counter[FailureReason]:
         """The reasons for rejecting the nodes ``rejected`` (row indices), counted per node."""
         ...
 
-    # Optional: ``skips(pod, nodes) -> bool``, True when the plugin has nothing to check for this pod (PreFilter's
-    # Skip). Filters whose verdict for a node depends on other nodes (spread, inter-pod affinity) must provide it,
-    # so topology placement can still count capacity exactly for pods they do not concern.
+
+@runtime_checkable
+class SkippingPlugin(Protocol):
+    """PreFilter's Skip: True when the plugin has nothing to check for this pod. Filters whose verdict for a node
+    depends on other nodes (spread, inter-pod affinity) must provide it, so topology placement can still count
+    capacity exactly for pods they do not concern."""
+
+    def skips(self, pod: PodInfo, nodes: NodeTable) -> bool: ...
+
+
+@runtime_checkable
+class ResolvingPlugin(Protocol):
+    """A filter that can tell which of its rejections preemption would resolve (DynamicResources: devices held
+    only by lower-priority pods)."""
+
+    def resolvable_rows(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rejected: BoolArray) -> BoolArray: ...
+
+
+@runtime_checkable
+class CountingPlugin(Protocol):
+    """A filter whose capacity for pods like ``pod`` can be counted node by node (slots for topology placement and
+    preemption); DynamicResources counts devices this way."""
+
+    def countable(self, pod: PodInfo, nodes: NodeTable) -> bool: ...
+
+    def device_slots(self, pod: PodInfo, nodes: NodeTable, caps: IntArray) -> IntArray | None: ...
 
 
 class ScorePlugin(Protocol):

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = [
+    "CONDITION_DISRUPTION_TARGET",
+    "CONDITION_POD_GROUP_SCHEDULED",
     "PHASE_EVICTED",
     "PHASE_RUNNING",
     "PHASE_SCHEDULED",
@@ -12,6 +15,7 @@ __all__ = [
     "PHASE_WAITING",
     "Eviction",
     "GroupCondition",
+    "OutcomeLog",
     "PodOutcome",
 ]
 
@@ -65,6 +69,12 @@ class Eviction:
     preemptor_kind: str
     preemptor_namespace: str
     preemptor_name: str
+    scheduler: str = ""  # the preemptor's schedulerName, as the victim's DisruptionTarget message names it
+    group: str | None = None  # the victim's PodGroup, when it is one the engine knows
+
+    @property
+    def message(self) -> str:
+        return MSG_PREEMPTED.format(self.scheduler)
 
 
 @dataclass(slots=True)
@@ -75,3 +85,49 @@ class GroupCondition:
     reason: str
     message: str
     type: str = CONDITION_POD_GROUP_SCHEDULED
+
+
+class OutcomeLog:
+    """A recorder keeping the latest outcome of every pod, the evictions in order and the groups' DisruptionTarget
+    conditions: what the ScheduleResult reports and what tests assert. (Recorder protocol: ``recorder.py``.)"""
+
+    def __init__(self) -> None:
+        self.outcomes: dict[str, PodOutcome] = {}
+        self.evictions: list[Eviction] = []
+        self.disruption_targets: dict[str, GroupCondition] = {}  # PodGroups that lost pods to preemption
+
+    def observed(self, key: str, phase: str, node: str | None) -> None:
+        self.outcomes[key] = PodOutcome(phase, node)
+
+    def waiting(self, key: str, reason: str, message: str) -> None:
+        self.outcomes[key] = PodOutcome(PHASE_WAITING, None, reason, message)
+
+    def bound(self, key: str, node: str) -> None:
+        before = self.outcomes.get(key)
+        nominated = before.nominated_node if before is not None else None
+        message = f"Successfully assigned {key} to {node}"
+        self.outcomes[key] = PodOutcome(PHASE_SCHEDULED, node, REASON_SCHEDULED, message, nominated)
+
+    def unschedulable(self, key: str, rejection: Any) -> None:
+        self.outcomes[key] = PodOutcome(PHASE_UNSCHEDULABLE, None, rejection.reason, rejection.message)
+
+    def nominated(self, key: str, node: str) -> None:
+        self.outcomes[key].nominated_node = node
+
+    def evicted(self, eviction: Eviction) -> None:
+        key = f"{eviction.namespace}/{eviction.name}"
+        self.outcomes[key] = PodOutcome(PHASE_EVICTED, eviction.node, REASON_PREEMPTED, eviction.message)
+        self.evictions.append(eviction)
+
+    def condition_changed(self, group: str, condition: GroupCondition) -> None:
+        if condition.type == CONDITION_DISRUPTION_TARGET:
+            self.disruption_targets[group] = condition
+
+    def claim_allocated(self, claim: str, pod: str, allocation: Any) -> None:
+        pass
+
+    def claim_released(self, claim: str, pod: str) -> None:
+        pass
+
+    def forgotten(self, key: str) -> None:
+        self.outcomes.pop(key, None)

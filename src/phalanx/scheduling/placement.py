@@ -28,7 +28,7 @@ import numpy as np
 from phalanx.api.models import PodGroup
 from phalanx.cluster.nodes import NodeTable
 from phalanx.cluster.pods import PodInfo
-from phalanx.scheduling.framework import MAX_NODE_SCORE, BoolArray, CycleState, IntArray
+from phalanx.scheduling.framework import MAX_NODE_SCORE, BoolArray, CountingPlugin, CycleState, IntArray
 from phalanx.scheduling.plugins.node_resources_fit import NodeResourcesFit
 from phalanx.scheduling.profile import Profile
 
@@ -44,9 +44,11 @@ __all__ = [
     "domains",
     "intent_of",
     "per_domain",
+    "per_node_only",
     "pinned_domain",
     "score_v136",
     "slots",
+    "tie_break",
 ]
 
 ANNOTATION_REQUIRED = "scheduling.phalanx.dev/topology-required"
@@ -145,12 +147,11 @@ def per_node_only(profile: Profile, pod: PodInfo, nodes: NodeTable) -> bool:
     for plugin in profile.filters:
         if plugin.name in _PER_NODE_FILTERS:
             continue
-        skips = getattr(plugin, "skips", None)
-        if skips is not None and skips(pod, nodes):
+        skipping = profile.skipping.get(id(plugin))
+        if skipping is not None and skipping.skips(pod, nodes):
             continue
         # DynamicResources counts pods whose claims are their own and whose devices are node-local.
-        countable = getattr(plugin, "countable", None)
-        if countable is None or not countable(pod, nodes):
+        if not (isinstance(plugin, CountingPlugin) and plugin.countable(pod, nodes)):
             return False
     return True
 
@@ -173,12 +174,12 @@ def slots(profile: Profile, pod: PodInfo, nodes: NodeTable) -> IntArray:
 def device_room(profile: Profile, pod: PodInfo, nodes: NodeTable, caps: IntArray) -> IntArray:
     """``caps`` (slots by the other filters) lowered to what each node's devices take for pods like ``pod``, when
     DynamicResources can count them node by node; otherwise ``caps`` as given."""
-    for plugin in profile.filters:
-        device_slots = getattr(plugin, "device_slots", None)
-        if device_slots is not None and pod.pod.spec.resource_claims:
-            devices = device_slots(pod, nodes, caps)
-            if devices is not None:
-                caps = np.minimum(caps, devices)
+    if not pod.pod.spec.resource_claims:
+        return caps
+    for plugin in profile.counting:
+        devices = plugin.device_slots(pod, nodes, caps)
+        if devices is not None:
+            caps = np.minimum(caps, devices)
     return caps
 
 

@@ -26,14 +26,18 @@ from phalanx.cluster.pods import PodInfo
 from phalanx.scheduling.diagnosis import Diagnosis
 from phalanx.scheduling.framework import (
     BoolArray,
+    CountingPlugin,
     CycleState,
     FilterPlugin,
     IntArray,
     PreFilterPlugin,
+    ResolvingPlugin,
     ScorePlugin,
+    SkippingPlugin,
     Status,
 )
 from phalanx.scheduling.plugins.resource_allocation import ResourceSpec
+from phalanx.scheduling.reasons import Reason
 
 __all__ = ["Attempt", "Profile"]
 
@@ -69,7 +73,7 @@ class Profile:
     placement_scores: Sequence[tuple[str, int]] = (("PodGroupPodsCount", 1), ("NodeResourcesFit", 1))
     topology_levels: Sequence[str] = ()
     fit_resources: Sequence[ResourceSpec] = (ResourceSpec("cpu"), ResourceSpec("memory"))
-    preemption: bool = True  # DefaultPreemption's PostFilter (scheduling/preemption.py)
+    preemption: bool = True  # DefaultPreemption's PostFilter (scheduling/preemption/)
     incremental: bool = True  # False recomputes everything for every pod (the reference the caches are tested against)
     # Ties between equally scored nodes go to the first node in name order for every pod (the FGD experiment's
     # simulator: node names carry a random per-seed prefix, so this is a static random priority) instead of a
@@ -79,6 +83,20 @@ class Profile:
     _dynamic: OrderedDict[tuple[str, bytes], _Incremental] = field(default_factory=OrderedDict)
     _generation: int = -1
     _node_hash: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    # Optional abilities, sorted out once by type (the per-pod loops never ask a plugin what it can do).
+    pre_filters: list[PreFilterPlugin] = field(init=False)
+    skipping: dict[int, SkippingPlugin] = field(init=False)
+    resolving: dict[int, ResolvingPlugin] = field(init=False)
+    counting: list[CountingPlugin] = field(init=False)
+    _cached: set[int] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.pre_filters = [p for p in self.filters if isinstance(p, PreFilterPlugin)]
+        self.skipping = {id(p): p for p in self.filters if isinstance(p, SkippingPlugin)}
+        self.resolving = {id(p): p for p in self.filters if isinstance(p, ResolvingPlugin)}
+        self.counting = [p for p in self.filters if isinstance(p, CountingPlugin)]
+        plugins: list[FilterPlugin | ScorePlugin] = [*self.filters, *(p for p, _ in self.scores)]
+        self._cached = {id(p) for p in plugins if _incremental_plugin(p)}
 
     def _sync(self, nodes: NodeTable) -> None:
         if self._generation != nodes.generation or len(self._node_hash) != len(nodes):
@@ -107,9 +125,7 @@ class Profile:
             allowed: BoolArray | None = None
             narrowing: list[str] = []
             verdict = Status()
-            for plugin in self.filters:
-                if not isinstance(plugin, PreFilterPlugin):
-                    continue
+            for plugin in self.pre_filters:
                 mask, status = plugin.pre_filter(state, pod, nodes)
                 if not status.ok:
                     verdict = status
@@ -126,7 +142,7 @@ class Profile:
             if key not in self._static:
                 self._static[key] = plugin.filter(state, pod, nodes)
             return self._static[key]  # type: ignore[no-any-return]
-        if not _incremental_plugin(plugin):
+        if id(plugin) not in self._cached:
             return plugin.filter(state, pod, nodes)
 
         def compute(rows: IntArray | None) -> BoolArray:
@@ -180,7 +196,7 @@ class Profile:
     def total_scores(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: IntArray) -> IntArray:
         total = np.zeros(len(rows), dtype=np.int64)
         for plugin, weight in self.scores:
-            if _incremental_plugin(plugin):
+            if id(plugin) in self._cached:
                 full = self._score(plugin, state, pod, nodes)
                 raw = None if full is None else full[rows]
             else:
@@ -226,7 +242,7 @@ class Profile:
             return diag
         remaining = visible.copy() if allowed is None else allowed & visible
         if allowed is not None and (excluded := int((~allowed & visible).sum())):
-            diag.reasons[f"node(s) didn't satisfy plugin(s) [{narrowing}]"] += excluded
+            diag.reasons[Reason(f"node(s) didn't satisfy plugin(s) [{narrowing}]", unresolvable=True)] += excluded
             for name in narrowing.split():
                 diag.rejected_by[name] += excluded
             diag.unresolvable_nodes += excluded
@@ -243,9 +259,10 @@ class Profile:
 
     # --- preemption ------------------------------------------------------------------------------------------
 
-    def resolvable(self, pod: PodInfo, nodes: NodeTable) -> BoolArray:
+    def resolvable(self, pod: PodInfo, nodes: NodeTable, devices: bool = True) -> BoolArray:
         """The nodes whose first failing filter is one preemption could satisfy (status Unschedulable, not
-        UnschedulableAndUnresolvable): ``NodesForStatusCode(Unschedulable)``."""
+        UnschedulableAndUnresolvable): ``NodesForStatusCode(Unschedulable)``. ``devices``: ask plugins that can
+        tell whether freeing victims' devices helps (``Rules.dra_aware_preemption``)."""
         state = CycleState()
         allowed, status, _ = self._pre_filter(state, pod, nodes)
         out = np.zeros(len(nodes), dtype=bool)
@@ -254,22 +271,19 @@ class Profile:
         remaining = np.ones(len(nodes), dtype=bool) if allowed is None else allowed.copy()
         for plugin in self.filters:
             mask = self._filter(plugin, state, pod, nodes)
-            check = getattr(plugin, "resolvable_rows", None)
-            if check is not None:
+            resolving = self.resolving.get(id(plugin)) if devices else None
+            if resolving is not None:
                 # A plugin that can tell which of its rejections preemption would resolve (DynamicResources).
-                out |= check(state, pod, nodes, remaining & ~mask)
+                out |= resolving.resolvable_rows(state, pod, nodes, remaining & ~mask)
+            elif getattr(plugin, "per_reason", False):
+                # The code depends on the reason (own affinity unmet, a missing topology label): each node's
+                # reason records say it. Such plugins reject few nodes, so they are asked node by node.
+                for row in np.flatnonzero(remaining & ~mask):
+                    one = np.array([row], dtype=np.intp)
+                    if not any(r.unresolvable for r in plugin.reasons(state, pod, nodes, one)):
+                        out[row] = True
             elif not plugin.unresolvable:
-                rejected = remaining & ~mask
-                # Plugins whose status code depends on the reason (own affinity unmet, a missing topology label)
-                # name their unresolvable reasons; they reject few nodes, so they are asked node by node.
-                hard: frozenset[str] = getattr(plugin, "unresolvable_reasons", frozenset())
-                if hard:
-                    for row in np.flatnonzero(rejected):
-                        one = np.array([row], dtype=np.intp)
-                        if hard.isdisjoint(plugin.reasons(state, pod, nodes, one)):
-                            out[row] = True
-                else:
-                    out |= rejected
+                out |= remaining & ~mask
             remaining &= mask
         return out
 

@@ -2,38 +2,21 @@
 that cluster events move back to the active queue (queueing hints).
 
 Pods, not groups, are queued, as in v1.36: when a PodGroup member is popped, the cycle pulls its other queued
-members out with ``take``.
+members out with ``take``. Which events release which pods comes from the plugins (``PluginSpec.events``), passed
+in by the engine.
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from phalanx.cluster.pods import PodInfo
+from phalanx.scheduling.events import ClusterEvent
 from phalanx.scheduling.framework import Status
 
-__all__ = ["EVENT_HINTS", "SchedulingQueue"]
-
-# Which cluster events can make a pod rejected by a plugin schedulable (EnqueueExtensions.EventsToRegister).
-EVENT_HINTS: dict[str, frozenset[str]] = {
-    "NodeResourcesFit": frozenset({"PodDelete", "NodeAdd", "NodeUpdate"}),
-    "NodePorts": frozenset({"PodDelete", "NodeAdd"}),
-    "TaintToleration": frozenset({"NodeAdd", "NodeUpdate"}),
-    "NodeAffinity": frozenset({"NodeAdd", "NodeUpdate"}),
-    "NodeUnschedulable": frozenset({"NodeAdd", "NodeUpdate"}),
-    "NodeName": frozenset({"NodeAdd"}),
-    "GangScheduling": frozenset({"PodAdd", "PodGroupAdd"}),
-    # A PodGroup waiting on preemption comes back when its victims are gone.
-    "DefaultPreemption": frozenset({"PodDelete"}),
-    "TopologyPlacementGenerator": frozenset({"PodDelete", "NodeAdd", "NodeUpdate"}),
-    # A matching pod placed or gone changes a domain's count either way (skew, affinity, anti-affinity).
-    "PodTopologySpread": frozenset({"PodAdd", "AssignedPodAdd", "PodDelete", "NodeAdd", "NodeUpdate"}),
-    "InterPodAffinity": frozenset({"PodAdd", "AssignedPodAdd", "PodDelete", "NodeAdd", "NodeUpdate"}),
-    # Devices come back when a pod (and its claims) goes, a claim is deallocated, or slices or classes change.
-    "DynamicResources": frozenset({"PodDelete", "NodeAdd", "ResourceClaimChange", "ResourceSliceChange"}),
-}
+__all__ = ["SchedulingQueue"]
 
 
 @dataclass
@@ -46,14 +29,21 @@ class SchedulingQueue:
     """Active heap ordered by (priority desc, creation asc, key); gated and unschedulable pods wait aside,
     indexed by the events that can release them, so an event costs only the pods it may help."""
 
-    def __init__(self, pre_enqueue: Callable[[PodInfo], Status]) -> None:
+    def __init__(
+        self,
+        pre_enqueue: Callable[[PodInfo], Status],
+        hints: Mapping[str, frozenset[ClusterEvent]],
+        group_scoped: frozenset[str] = frozenset(),
+    ) -> None:
         self._pre_enqueue = pre_enqueue
+        self._hints = hints  # plugin -> the events that may make a pod it rejected schedulable
+        self._group_scoped = group_scoped  # plugins whose events only wake pods of the event's own group
         self._heap: list[tuple[tuple[int, float, str], str]] = []
         self._active: dict[str, PodInfo] = {}
         self.gated: dict[str, tuple[PodInfo, Status]] = {}
         self._gated_by_group: dict[str | None, set[str]] = {}
         self.unschedulable: dict[str, _Entry] = {}
-        self._by_event: dict[str, set[str]] = {}
+        self._by_event: dict[ClusterEvent, set[str]] = {}
         self._gang_by_group: dict[str | None, set[str]] = {}
 
     def __len__(self) -> int:
@@ -100,7 +90,7 @@ class SchedulingQueue:
         entry = self.unschedulable.pop(key, None)
         if entry is not None:
             for plugin in entry.rejected_by:
-                for event in EVENT_HINTS.get(plugin, ()):
+                for event in self._hints.get(plugin, ()):
                     self._by_event.get(event, set()).discard(key)
             self._gang_by_group.get(entry.pi.group_key, set()).discard(key)
 
@@ -108,10 +98,10 @@ class SchedulingQueue:
         self.remove(pi.key)
         entry = self.unschedulable[pi.key] = _Entry(pi, frozenset(rejected_by))
         for plugin in entry.rejected_by:
-            if plugin == "GangScheduling":
+            if plugin in self._group_scoped:
                 self._gang_by_group.setdefault(pi.group_key, set()).add(pi.key)
                 continue
-            for event in EVENT_HINTS.get(plugin, ()):
+            for event in self._hints.get(plugin, ()):
                 self._by_event.setdefault(event, set()).add(pi.key)
 
     def retry_gated(self, plugin: str) -> int:
@@ -125,11 +115,11 @@ class SchedulingQueue:
             moved += key in self._active
         return moved
 
-    def on_event(self, event: str, group_key: str | None = None) -> int:
+    def on_event(self, event: ClusterEvent, group_key: str | None = None) -> int:
         """Move pods that ``event`` may help back to the active queue (queueing hints); a Pod or PodGroup add
         re-runs PreEnqueue for the gated pods of its group. Returns how many pods became active."""
         keys = set(self._by_event.get(event, ()))
-        if event in ("PodAdd", "PodGroupAdd") and group_key is not None:
+        if event in (ClusterEvent.POD_ADD, ClusterEvent.POD_GROUP_ADD) and group_key is not None:
             keys |= self._gang_by_group.get(group_key, set())
             keys |= self._gated_by_group.get(group_key, set())
         moved = 0

@@ -20,10 +20,14 @@ from phalanx.cluster.nodes import NodeTable
 from phalanx.cluster.pods import PodInfo
 from phalanx.dra.allocator import AllocationError
 from phalanx.dra.claims import ClaimTracker, PodClaim, PodClaims, Suspension, claim_key
+from phalanx.scheduling.framework import Code, Status
+from phalanx.scheduling.reasons import Reason
 
 __all__ = ["EXTENDED_RESOURCE_ANNOTATION", "IMPLICIT_EXTENDED_PREFIX", "ClaimBinding", "ResourceObjects"]
 
 EXTENDED_RESOURCE_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
+_PLUGIN = "DynamicResources"
+_CANNOT_ALLOCATE = Reason("cannot allocate all claims")
 IMPLICIT_EXTENDED_PREFIX = "deviceclass.resource.kubernetes.io/"
 
 
@@ -101,29 +105,29 @@ class ClaimBinding:
         self.held[pi.key] = resolved.claims
         self.priority[pi.key] = pi.priority
 
-    def reserve(self, pi: PodInfo, row: int, nodes: NodeTable) -> str:
-        """Allocate the pod's unallocated claims (and the claim for extended resources the node does not
-        advertise) for node ``row`` and reserve every claim for it. Returns '' or why Reserve failed (a claim
-        taken since Filter ran, or a fatal allocation error)."""
+    def reserve(self, pi: PodInfo, row: int, nodes: NodeTable) -> Status:
+        """DynamicResources' Reserve: allocate the pod's unallocated claims (and the claim for extended resources
+        the node does not advertise) for node ``row`` and reserve every claim for it. UNSCHEDULABLE when a claim
+        is missing or its devices were taken since Filter ran; ERROR on a fatal allocation error."""
         resolved = self.claims(pi)
         if resolved.waiting:
-            return resolved.waiting
+            return Status(Code.UNSCHEDULABLE, (Reason(resolved.waiting),), _PLUGIN)
         claims = list(resolved.claims)
         extended = self.extended_claim(pi, self.lacking(pi, nodes, row))
         if extended is not None:
             self.tracker.add_claim(extended)
             claims.append(PodClaim("", claim_key(pi.namespace, extended.metadata.name), None))
         if not claims:
-            return ""
+            return Status()
         todo = self.tracker.unallocated(claims)
         results: list[dra.AllocationResult] = []
         if todo:
             try:
                 found = self.tracker.allocator.allocate(row, todo)
             except AllocationError as exc:
-                found, failed = None, str(exc)
+                found, failed = None, Status(Code.ERROR, (), _PLUGIN, exc)
             else:
-                failed = "cannot allocate all claims"
+                failed = Status(Code.UNSCHEDULABLE, (_CANNOT_ALLOCATE,), _PLUGIN)
             if found is None:
                 if extended is not None:
                     self.tracker.delete_claim(claims[-1].key)
@@ -132,7 +136,7 @@ class ClaimBinding:
         self.tracker.reserve(pi.pod, claims, results, pi.key)
         self.held[pi.key] = tuple(claims)
         self.priority[pi.key] = pi.priority
-        return ""
+        return Status()
 
     def deallocate_unusable(self, pi: PodInfo, nodes: NodeTable) -> str:
         """PostFilter: when the pod fits nowhere, deallocate the first of its allocated claims that is unusable on

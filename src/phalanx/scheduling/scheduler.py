@@ -1,90 +1,133 @@
-"""The engine: cluster state, queue, PodGroup index and profiles, driven by events from a front end.
+"""The engine: cluster state, queue, PodGroups and profiles, with one front door and one exit.
 
-``schedule`` loads a snapshot and calls ``run``; ``simulate`` and ``serve`` add and remove objects as their clocks
-or watches say and call ``run`` after each batch. No front end holds scheduling logic.
+In: ``load`` a snapshot, then object events (``add_pod``, ``update_node``, ``delete_resource_claim`` ...), then
+``run`` until no queued pod can make progress. Out: every decision goes to the :class:`Recorder` given at
+construction (``recorder.py``), and front ends read the engine only through its queries (``node_usage``,
+``resource_claims``, ``bound_node`` ...). The cycles see the engine as a ``CycleContext`` (``context.py``) and
+plugins as a ``Handle``. No front end holds scheduling logic, and none reaches into the engine's state.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
 
 from phalanx.api.admission import RuntimeClasses
 from phalanx.api.dra import DeviceClass, ResourceClaim, ResourceSlice
 from phalanx.api.gcpause import paused_gc
 from phalanx.api.models import Namespace, Node, Pod, PodDisruptionBudget, PodGroup, PriorityClass, RuntimeClass
 from phalanx.api.priority import PriorityResolver
+from phalanx.arrays import IntArray
 from phalanx.cluster.pods import PodInfo, pod_key
 from phalanx.cluster.state import ClusterState
 from phalanx.scheduling import outcome as o
+from phalanx.scheduling import views as v
 from phalanx.scheduling.config import SchedulerConfig, default_profile
-from phalanx.scheduling.cycle import schedule_pod, schedule_pod_group
+from phalanx.scheduling.context import Preemptor, Stats
+from phalanx.scheduling.cycle.group import schedule_pod_group
+from phalanx.scheduling.cycle.pod import schedule_pod
+from phalanx.scheduling.events import ClusterEvent
 from phalanx.scheduling.framework import Code, Status
-from phalanx.scheduling.plugins.dynamic_resources import DynamicResources
-from phalanx.scheduling.plugins.gpu_share import GpuShare
+from phalanx.scheduling.groups import GroupInfo, PodGroups
+from phalanx.scheduling.plugins import dynamic_resources, gang_scheduling, scheduling_gates
 from phalanx.scheduling.plugins.pod_selectors import NAMESPACE_NAME_LABEL
-from phalanx.scheduling.preemption import VictimIndex
-from phalanx.scheduling.profile import Attempt, Profile
+from phalanx.scheduling.plugins.registry import EVENT_HINTS, GROUP_SCOPED
+from phalanx.scheduling.preemption.victim_index import VictimIndex
+from phalanx.scheduling.profile import Profile
 from phalanx.scheduling.queue import SchedulingQueue
-from phalanx.scheduling.resource_claims import ClaimBinding, ResourceObjects
+from phalanx.scheduling.reasons import Waiting
+from phalanx.scheduling.recorder import Recorder, Rejection
+from phalanx.scheduling.resource_claims import EXTENDED_RESOURCE_ANNOTATION, ClaimBinding, ResourceObjects
+from phalanx.scheduling.rules import RULES, Rules
 
 __all__ = ["GroupInfo", "Scheduler", "Stats"]
 
 _TERMINAL = ("Succeeded", "Failed")
-
-
-@dataclass
-class GroupInfo:
-    key: str
-    pod_group: PodGroup
-    min_count: int | None  # None for the basic policy
-
-
-@dataclass
-class Stats:
-    cycle_seconds: list[float] = field(default_factory=list)
-    pods_bound: int = 0
-    preemption_seconds: list[float] = field(default_factory=list)  # one entry per preemption decision
+_UNRESOLVABLE = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
 
 
 class Scheduler:
-    def __init__(self, config: SchedulerConfig | None = None, scheduler_name: str | None = None, seed: int = 0):
+    """The engine. ``recorder`` hears every decision (default: an :class:`~phalanx.scheduling.outcome.OutcomeLog`);
+    ``rules`` switches phalanx's beyond-v1.36 rules (all on)."""
+
+    def __init__(
+        self,
+        config: SchedulerConfig | None = None,
+        scheduler_name: str | None = None,
+        seed: int = 0,
+        recorder: Recorder | None = None,
+        rules: Rules = RULES,
+    ) -> None:
         config = config or SchedulerConfig()
         self.only = scheduler_name
+        self.recorder: Recorder = recorder if recorder is not None else o.OutcomeLog()
+        self._rules = rules
         profiles = list(config.profiles)
         if scheduler_name and all(p.scheduler_name != scheduler_name for p in profiles):
             profiles.append(default_profile(scheduler_name))
-        self.profiles: dict[str, Profile] = {p.scheduler_name: p.build(seed) for p in profiles}
-        self.gang_enabled = {p.scheduler_name: p.gang for p in profiles}
-        self.default_profile = self.profiles[profiles[0].scheduler_name]
         self.state = ClusterState([])
-        self.pods: dict[str, PodInfo] = {}
-        self.groups: dict[str, GroupInfo] = {}
-        self.members: dict[str, set[str]] = {}  # group key -> non-terminal member pod keys
-        self.bound_elsewhere: set[str] = set()  # pods bound to nodes missing from the snapshot
-        self.queue = SchedulingQueue(self._pre_enqueue)
-        self.outcomes: dict[str, o.PodOutcome] = {}
-        self.conditions: dict[str, o.GroupCondition] = {}
+        self._claims = ClaimBinding.build(self.state.table, None, self._group_of)
+        self.profiles: dict[str, Profile] = {p.scheduler_name: p.build(self, seed) for p in profiles}
+        self.default_profile = self.profiles[profiles[0].scheduler_name]
         self.priorities = PriorityResolver([])
+        self._groups = PodGroups({p.scheduler_name: p.gang for p in profiles}, self.priorities)
+        self.pods: dict[str, PodInfo] = {}
+        self.bound_elsewhere: set[str] = set()  # pods bound to nodes missing from the snapshot
+        self.queue = SchedulingQueue(self._pre_enqueue, EVENT_HINTS, GROUP_SCOPED)
         self.runtime_classes = RuntimeClasses([])
-        self.pdbs: list[PodDisruptionBudget] = []
-        self.evictions: list[o.Eviction] = []
-        self.disruption_targets: dict[str, o.GroupCondition] = {}  # PodGroups that lost pods to preemption
-        self.victim_index = VictimIndex()  # placed pods per node in preemption order, kept from the change log
-        self.stats = Stats()
-        self.claims = ClaimBinding.build(self.state.table, None, self._group_of)
-        self._attach_claims()
+        self._pdbs: list[PodDisruptionBudget] = []
+        self._victim_index = VictimIndex()  # placed pods per node in preemption order, kept from the change log
+        self._stats = Stats()
+        self._gpus: dict[frozenset[str], v.GpuDevices] = {}
 
     def _group_of(self, pi: PodInfo) -> PodGroup | None:
-        gk = pi.group_key
-        group = self.groups.get(gk) if gk else None
+        group = self._groups.get(pi.group_key)
         return group.pod_group if group is not None else None
 
-    def _attach_claims(self) -> None:
-        for profile in self.profiles.values():
-            for plugin in (*profile.filters, *(p for p, _ in profile.scores)):
-                if isinstance(plugin, DynamicResources | GpuShare):
-                    plugin.attach(self.claims)
+    # --- what cycles and plugins see (CycleContext, Handle) ---------------------------------------------------------
+
+    @property
+    def claims(self) -> ClaimBinding:
+        return self._claims
+
+    @property
+    def groups(self) -> PodGroups:
+        return self._groups
+
+    @property
+    def rules(self) -> Rules:
+        return self._rules
+
+    @property
+    def stats(self) -> Stats:
+        return self._stats
+
+    @property
+    def pdbs(self) -> Sequence[PodDisruptionBudget]:
+        return self._pdbs
+
+    @property
+    def victim_index(self) -> VictimIndex:
+        return self._victim_index
+
+    def profile_for(self, pi: PodInfo) -> Profile:
+        return self.profiles.get(pi.pod.spec.scheduler_name, self.default_profile)
+
+    def preemption_policy(self, pi: PodInfo) -> str:
+        """The pod's preemptionPolicy as admission writes it (from its PriorityClass when the pod leaves it unset)."""
+        if pi.pod.spec.preemption_policy:
+            return pi.pod.spec.preemption_policy
+        return self.priorities.policies.get(pi.pod.spec.priority_class_name, "PreemptLowerPriority")
+
+    def is_bound(self, key: str) -> bool:
+        """Bound to a node (in the input or by this engine), as opposed to pending or only assumed."""
+        placed = key in self.state.placement and key not in self.state.assumed
+        return placed or key in self.bound_elsewhere
+
+    def take(self, keys: Iterable[str]) -> list[PodInfo]:
+        return self.queue.take(keys)
+
+    def on_event(self, event: ClusterEvent) -> None:
+        self.queue.on_event(event)
 
     # --- loading -------------------------------------------------------------------------------------------------
 
@@ -103,17 +146,16 @@ class Scheduler:
         pods queued). Raises AdmissionError or UnknownPriorityClass for a pod the API server would not have
         admitted."""
         with paused_gc():
-            self.priorities = PriorityResolver(priority_classes)
+            self.priorities = self._groups.priorities = PriorityResolver(priority_classes)
             self.runtime_classes = RuntimeClasses(runtime_classes)
-            self.pdbs = list(pdbs)
+            self._pdbs = list(pdbs)
             self.state = ClusterState(list(nodes))
             self.state.table.namespace_labels = {
                 ns.metadata.name: {**ns.metadata.labels, NAMESPACE_NAME_LABEL: ns.metadata.name} for ns in namespaces
             }
             for pg in pod_groups:
-                self._add_group(pg)
-            self.claims = ClaimBinding.build(self.state.table, resources, self._group_of)
-            self._attach_claims()
+                self._groups.add(pg)
+            self._claims = ClaimBinding.build(self.state.table, resources, self._group_of)
             infos = [self._info(p) for p in pods]
             for pi in infos:
                 self._register(pi)
@@ -125,50 +167,34 @@ class Scheduler:
         pod = self.runtime_classes.admit(pod)
         return PodInfo.of(pod, self.priorities.resolve(pod.spec.priority, pod.spec.priority_class_name))
 
-    def _add_group(self, pg: PodGroup) -> GroupInfo:
-        key = pod_key(pg.metadata.namespace, pg.metadata.name)
-        policy = pg.spec.scheduling_policy if pg.spec else None
-        min_count = policy.gang.min_count if policy is not None and policy.gang is not None else None
-        group = GroupInfo(key, pg, min_count)
-        self.groups[key] = group
-        for cond in pg.status.conditions:
-            if cond.type == o.CONDITION_POD_GROUP_SCHEDULED:
-                self.conditions[key] = o.GroupCondition(cond.status, cond.reason, cond.message)
-        return group
-
     def _register(self, pi: PodInfo) -> None:
         self.pods[pi.key] = pi
         self.state.attach(pi)
-        gk = pi.group_key
-        if gk and pi.pod.status.phase not in _TERMINAL:
-            self.members.setdefault(gk, set()).add(pi.key)
-
-    def members_of(self, group: GroupInfo) -> set[str]:
-        """PodGroupState.AllPods: the non-terminal pods naming the group, whether it exists yet or not."""
-        return self.members.get(group.key, set())
+        if pi.pod.status.phase not in _TERMINAL:
+            self._groups.add_member(pi)
 
     def _admit(self, pi: PodInfo) -> None:
         pod = pi.pod
         if pod.status.phase in _TERMINAL:
-            self.outcomes[pi.key] = o.PodOutcome(pod.status.phase, pod.spec.node_name or None)
+            self.recorder.observed(pi.key, pod.status.phase, pod.spec.node_name or None)
             return
         if pod.spec.node_name:
             node = self.state.node_index(pod.spec.node_name)
             if node is not None:
                 self.state.add_bound(pi, node)
-                self.claims.adopt(pi)
+                self._claims.adopt(pi)
             else:
                 # Bound to a node the snapshot lacks: it uses nothing we can see, but it is scheduled (the
                 # scheduler cache keeps such pods), so it still counts toward its gang's minCount.
                 self.bound_elsewhere.add(pi.key)
-            self.outcomes[pi.key] = o.PodOutcome(o.PHASE_RUNNING, pod.spec.node_name)
+            self.recorder.observed(pi.key, o.PHASE_RUNNING, pod.spec.node_name)
             return
         if pod.metadata.deletion_timestamp is not None:
-            self.outcomes[pi.key] = o.PodOutcome(o.PHASE_WAITING, None, o.REASON_TERMINATING, "pod is being deleted")
+            self.recorder.waiting(pi.key, o.REASON_TERMINATING, "pod is being deleted")
             return
         if self.only is not None and pod.spec.scheduler_name != self.only:
             msg = f'spec.schedulerName is "{pod.spec.scheduler_name}", not "{self.only}"'
-            self.outcomes[pi.key] = o.PodOutcome(o.PHASE_WAITING, None, o.REASON_OTHER_SCHEDULER, msg)
+            self.recorder.waiting(pi.key, o.REASON_OTHER_SCHEDULER, msg)
             return
         self.queue.add(pi)
 
@@ -179,7 +205,7 @@ class Scheduler:
         pi = self._info(pod)
         self._register(pi)
         self._admit(pi)
-        self.queue.on_event("PodAdd", pi.group_key)
+        self.queue.on_event(ClusterEvent.POD_ADD, pi.group_key)
         return pi
 
     def delete_pod(self, key: str) -> None:
@@ -188,14 +214,13 @@ class Scheduler:
         if pi is None:
             return
         self.queue.remove(key)
-        self.outcomes.pop(key, None)
+        self.recorder.forgotten(key)
         self.bound_elsewhere.discard(key)
-        if pi.group_key:
-            self.members.get(pi.group_key, set()).discard(key)
-        self.claims.release(pi.pod, key)
+        self._groups.discard_member(pi)
+        self._release_claims(pi)
         if key in self.state.placement:
             self.state.remove(pi)
-            self.queue.on_event("PodDelete")
+            self.queue.on_event(ClusterEvent.POD_DELETE)
 
     def update_pod(self, pod: Pod) -> PodInfo:
         """A pod changed. One this engine already placed on the node the update names (our own bind coming back
@@ -214,24 +239,23 @@ class Scheduler:
     def add_resource_claim(self, claim: ResourceClaim, generated_from: str | None = None) -> None:
         """A ResourceClaim appeared or changed (allocation and reservedFor as its status says): pods waiting for
         it are tried again."""
-        self.claims.tracker.add_claim(claim, generated_from)
-        self.queue.retry_gated("DynamicResources")
-        self.queue.on_event("ResourceClaimChange")
+        self._claims.tracker.add_claim(claim, generated_from)
+        self.queue.retry_gated(dynamic_resources.NAME)
+        self.queue.on_event(ClusterEvent.RESOURCE_CLAIM_CHANGE)
 
     def delete_resource_claim(self, namespace: str, name: str) -> None:
-        self.claims.tracker.delete_claim(f"{namespace}/{name}")
-        self.queue.on_event("ResourceClaimChange")
+        self._claims.tracker.delete_claim(f"{namespace}/{name}")
+        self.queue.on_event(ClusterEvent.RESOURCE_CLAIM_CHANGE)
 
     def add_pod_group(self, pg: PodGroup) -> None:
-        group = self._add_group(pg)
-        self.queue.on_event("PodGroupAdd", group.key)
+        group = self._groups.add(pg)
+        self.queue.on_event(ClusterEvent.POD_GROUP_ADD, group.key)
 
     def delete_pod_group(self, key: str) -> None:
         """A PodGroup is gone: its pods wait for it again (PreEnqueue) until it is recreated."""
-        group = self.groups.pop(key, None)
-        self.conditions.pop(key, None)
+        group = self._groups.remove(key)
         if group is not None:
-            self.claims.release_group(group.pod_group.metadata.namespace, group.pod_group.metadata.name)
+            self._claims.release_group(group.pod_group.metadata.namespace, group.pod_group.metadata.name)
 
     def add_node(self, node: Node) -> None:
         """A node appeared (an existing name is an update). Pods the input already showed bound to it are
@@ -245,7 +269,7 @@ class Scheduler:
         for key in sorted(k for k in self.bound_elsewhere if self.pods[k].pod.spec.node_name == name):
             self.bound_elsewhere.discard(key)
             self.state.add_bound(self.pods[key], row)
-        self.queue.on_event("NodeAdd")
+        self.queue.on_event(ClusterEvent.NODE_ADD)
 
     def update_node(self, node: Node) -> None:
         """A node changed: a change of allocatable, labels, taints or unschedulable requeues the pods it may help
@@ -254,7 +278,7 @@ class Scheduler:
             self.add_node(node)
         elif self.state.update_node(node):
             self._reindex_devices()  # labels may change which slices' node selectors match
-            self.queue.on_event("NodeUpdate")
+            self.queue.on_event(ClusterEvent.NODE_UPDATE)
 
     def delete_node(self, name: str) -> list[PodInfo]:
         """A node is gone, and its pods with it: they leave the cache and are returned, for the caller to decide
@@ -265,64 +289,50 @@ class Scheduler:
         self._reindex_devices()
         for pi in gone:
             self.pods.pop(pi.key, None)
-            self.outcomes.pop(pi.key, None)
-            if pi.group_key:
-                self.members.get(pi.group_key, set()).discard(pi.key)
-            self.claims.release(pi.pod, pi.key)
+            self.recorder.forgotten(pi.key)
+            self._groups.discard_member(pi)
+            self._release_claims(pi)
         if gone:
             # Gone pods may have held a spread skew or an anti-affinity term over a domain with other nodes.
-            self.queue.on_event("PodDelete")
+            self.queue.on_event(ClusterEvent.POD_DELETE)
         return gone
 
     def _reindex_devices(self) -> None:
         """Node rows and labels changed: DRA's device index follows (devices are indexed by node row)."""
-        if self.claims.tracker.slices:
-            self.claims.rebuild(self.state.table)
+        if self._claims.tracker.slices:
+            self._claims.rebuild(self.state.table)
 
     def set_devices(self, classes: Iterable[DeviceClass], slices: Iterable[ResourceSlice]) -> None:
         """DeviceClasses or ResourceSlices changed (a driver published devices): index them again, keeping
         claims and reservations, and retry pods DRA rejected."""
-        self.claims.rebuild(self.state.table, classes, slices)
-        self.queue.on_event("ResourceSliceChange")
+        self._claims.rebuild(self.state.table, classes, slices)
+        self.queue.on_event(ClusterEvent.RESOURCE_SLICE_CHANGE)
 
-    # --- PreEnqueue (SchedulingGates, GangScheduling) -------------------------------------------------------------
+    # --- PreEnqueue (SchedulingGates, DynamicResources, GangScheduling) -----------------------------------------------
 
     def _pre_enqueue(self, pi: PodInfo) -> Status:
-        reason, message = self._gate(pi)
-        if not reason:
-            return Status()
-        plugin = {o.REASON_GATED: "SchedulingGates", o.REASON_WAITING_CLAIM: "DynamicResources"}.get(
-            reason, "GangScheduling"
-        )
-        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (message,), plugin)
-
-    def _gate(self, pi: PodInfo) -> tuple[str, str]:
-        """The PreEnqueue verdict as (reason, message); an empty reason admits the pod."""
         if pi.pod.spec.scheduling_gates:
-            return o.REASON_GATED, o.MSG_GATED
-        if waiting := self.claims.waiting(pi):
-            return o.REASON_WAITING_CLAIM, waiting
-        gk = pi.group_key
-        if gk is None or not self.gang_enabled.get(pi.pod.spec.scheduler_name, True):
-            return "", ""
-        group = self.groups.get(gk)
+            return Status(_UNRESOLVABLE, (Waiting(o.REASON_GATED, o.MSG_GATED),), scheduling_gates.NAME)
+        if waiting := self._claims.waiting(pi):
+            return Status(Code.PENDING, (Waiting(o.REASON_WAITING_CLAIM, waiting),), dynamic_resources.NAME)
+        if pi.group_key is None or not self._groups.gang_enabled_for(pi):
+            return Status()
+        group = self._groups.get(pi.group_key)
         if group is None:
-            return o.REASON_WAITING_POD_GROUP, o.MSG_WAIT_GROUP.format(pi.group_name)
-        if group.min_count is not None and len(self.members_of(group)) < group.min_count:
-            return o.REASON_WAITING_MIN_COUNT, o.MSG_WAIT_MIN_COUNT
-        return "", ""
+            gate = Waiting(o.REASON_WAITING_POD_GROUP, o.MSG_WAIT_GROUP.format(pi.group_name))
+            return Status(_UNRESOLVABLE, (gate,), gang_scheduling.NAME)
+        if group.min_count is not None and len(self._groups.members_of(group.key)) < group.min_count:
+            gate = Waiting(o.REASON_WAITING_MIN_COUNT, o.MSG_WAIT_MIN_COUNT)
+            return Status(_UNRESOLVABLE, (gate,), gang_scheduling.NAME)
+        return Status()
 
     # --- running -------------------------------------------------------------------------------------------------
 
-    def profile_for(self, pi: PodInfo) -> Profile:
-        return self.profiles.get(pi.pod.spec.scheduler_name, self.default_profile)
-
     def run(self) -> int:
         """Schedule until no queued pod can make progress. Returns the number of pods bound by this call."""
-        before = self.stats.pods_bound
+        before = self._stats.pods_bound
         while (pi := self.queue.pop()) is not None:
-            gk = pi.group_key
-            group = self.groups.get(gk) if gk else None
+            group = self._groups.get(pi.group_key)
             if group is not None:
                 # The PodGroup cycle runs whenever the pod names an existing group (GenericWorkload);
                 # GangScheduling only adds the minCount gate and quorum.
@@ -330,63 +340,44 @@ class Scheduler:
             else:
                 schedule_pod(self, pi)
         for key, (_, status) in self.queue.gated.items():
-            reason = (
-                o.REASON_GATED
-                if status.plugin == "SchedulingGates"
-                else o.REASON_WAITING_CLAIM
-                if status.plugin == "DynamicResources"
-                else (
-                    o.REASON_WAITING_POD_GROUP
-                    if "appear in scheduling queue" in status.message and "pod group" in status.message
-                    else o.REASON_WAITING_MIN_COUNT
-                )
-            )
-            self.outcomes[key] = o.PodOutcome(o.PHASE_WAITING, None, reason, status.message)
-        return self.stats.pods_bound - before
+            gate = status.reasons[0] if status.reasons else None
+            reason = gate.reason if isinstance(gate, Waiting) else o.REASON_WAITING_MIN_COUNT
+            self.recorder.waiting(key, reason, status.message)
+        return self._stats.pods_bound - before
 
-    # --- callbacks from the cycles ---------------------------------------------------------------------------------
+    # --- decisions (the cycles call these through the CycleContext) -------------------------------------------------
 
-    def reserve(self, pi: PodInfo, row: int) -> str:
-        """Assume the pod on ``row`` and reserve its claims there (Reserve). Returns '' or why Reserve failed,
-        in which case nothing is left assumed."""
+    def reserve(self, pi: PodInfo, row: int) -> Status:
+        """Assume the pod on ``row`` and reserve its claims there (Reserve); on failure nothing is left assumed."""
         self.state.assume(pi, row)
-        failed = self.claims.reserve(pi, row, self.state.table)
-        if failed:
+        status = self._claims.reserve(pi, row, self.state.table)
+        if not status.ok:
             self.state.forget(pi)
-        return failed
+        return status
 
     def unreserve(self, pi: PodInfo) -> None:
         """Undo ``reserve`` (Unreserve): the node and any allocation made for the pod are released."""
-        self.claims.unreserve(pi)
+        self._claims.unreserve(pi)
         self.state.forget(pi)
 
     def bind(self, pi: PodInfo) -> None:
         self.state.bind(pi)
-        self.claims.commit(pi)
+        self._claims.commit(pi)
         node = self.state.table.names[self.state.placement[pi.key]]
-        msg = f"Successfully assigned {pi.key} to {node}"
-        before = self.outcomes.get(pi.key)
-        nominated = before.nominated_node if before is not None else None
-        self.outcomes[pi.key] = o.PodOutcome(o.PHASE_SCHEDULED, node, o.REASON_SCHEDULED, msg, nominated)
-        self.stats.pods_bound += 1
-        self.queue.on_event("AssignedPodAdd")
+        self._stats.pods_bound += 1
+        self.queue.on_event(ClusterEvent.ASSIGNED_POD_ADD)
+        for pc in self._claims.held.get(pi.key, ()):
+            record = self._claims.tracker.records.get(pc.key)
+            self.recorder.claim_allocated(pc.key, pi.key, record.allocation if record is not None else None)
+        self.recorder.bound(pi.key, node)
 
-    def mark_unschedulable(self, pi: PodInfo, attempt: Attempt, nominated: str | None = None) -> None:
-        diag = attempt.diagnosis
-        message = diag.message() if diag is not None else o.MSG_GROUP_UNSCHEDULABLE
-        self.fail(
-            pi, o.REASON_UNSCHEDULABLE, message, rejected_by=diag.rejected_by if diag else (), nominated=nominated
-        )
+    def reject(self, pi: PodInfo, rejection: Rejection, nominated: str | None = None) -> None:
+        self.queue.mark_unschedulable(pi, rejection.plugins)
+        self.recorder.unschedulable(pi.key, rejection)
+        if nominated is not None:
+            self.recorder.nominated(pi.key, nominated)
 
-    def fail(
-        self, pi: PodInfo, reason: str, message: str, rejected_by: Iterable[str], nominated: str | None = None
-    ) -> None:
-        self.outcomes[pi.key] = o.PodOutcome(o.PHASE_UNSCHEDULABLE, None, reason, message, nominated)
-        self.queue.mark_unschedulable(pi, rejected_by)
-
-    def evict(
-        self, victims: Iterable[PodInfo], kind: str, preemptor_namespace: str, preemptor_name: str, scheduler: str
-    ) -> None:
+    def evict(self, victims: Iterable[PodInfo], preemptor: Preemptor) -> None:
         """Preemption victims are deleted (DisruptionTarget, reason PreemptionByScheduler). The run treats them
         as gone at once, frees their nodes and sends one PodDelete event; they stay in the result as Evicted."""
         for pi in victims:
@@ -395,30 +386,138 @@ class Scheduler:
                 continue
             node = self.state.table.names[row]
             self.state.remove(pi)
-            self.claims.release(pi.pod, pi.key)
-            if pi.group_key:
-                self.members.get(pi.group_key, set()).discard(pi.key)
-            message = o.MSG_PREEMPTED.format(scheduler)
-            self.outcomes[pi.key] = o.PodOutcome(o.PHASE_EVICTED, node, o.REASON_PREEMPTED, message)
-            if pi.group_key in self.groups:
-                self.disruption_targets[pi.group_key] = o.GroupCondition(
-                    "True", o.REASON_PREEMPTED, message, o.CONDITION_DISRUPTION_TARGET
-                )
-            self.evictions.append(o.Eviction(pi.namespace, pi.name, node, kind, preemptor_namespace, preemptor_name))
-        self.queue.on_event("PodDelete")
-
-    def bound_members(self, group: GroupInfo) -> int:
-        """Members already bound (in the input or by an earlier cycle): they count toward minCount."""
-        return sum(1 for k in self.members_of(group) if self.is_bound(k))
-
-    def is_bound(self, key: str) -> bool:
-        """Bound to a node (in the input or by this engine), as opposed to pending or only assumed."""
-        placed = key in self.state.placement and key not in self.state.assumed
-        return placed or key in self.bound_elsewhere
+            self._release_claims(pi)
+            self._groups.discard_member(pi)
+            group = pi.group_key if pi.group_key in self._groups else None
+            ev = o.Eviction(
+                pi.namespace,
+                pi.name,
+                node,
+                preemptor.kind,
+                preemptor.namespace,
+                preemptor.name,
+                preemptor.scheduler,
+                group,
+            )
+            self.recorder.evicted(ev)
+            if group is not None:
+                target = o.GroupCondition("True", o.REASON_PREEMPTED, ev.message, o.CONDITION_DISRUPTION_TARGET)
+                self.recorder.condition_changed(group, target)
+        self.queue.on_event(ClusterEvent.POD_DELETE)
 
     def set_condition(self, group: GroupInfo, status: str, reason: str, message: str) -> None:
-        """Write PodGroupScheduled; a True condition is never regressed."""
-        current = self.conditions.get(group.key)
-        if current is not None and current.status == "True" and status != "True":
-            return
-        self.conditions[group.key] = o.GroupCondition(status, reason, message)
+        """Write PodGroupScheduled; a True condition is never regressed. The recorder hears the condition as it
+        now is (also when a True one was kept)."""
+        self._groups.set_condition(group.key, o.GroupCondition(status, reason, message))
+        self.recorder.condition_changed(group.key, self._groups.conditions[group.key])
+
+    def _release_claims(self, pi: PodInfo) -> None:
+        held = self._claims.held.get(pi.key, ())
+        self._claims.release(pi.pod, pi.key)
+        for pc in held:
+            self.recorder.claim_released(pc.key, pi.key)
+
+    # --- queries (read-only; what front ends may know) ------------------------------------------------------------
+
+    def pod(self, key: str) -> Pod | None:
+        pi = self.pods.get(key)
+        return pi.pod if pi is not None else None
+
+    def pod_keys(self) -> list[str]:
+        """Every pod the engine knows, sorted by namespace/name."""
+        return sorted(self.pods)
+
+    def group_of(self, key: str) -> str | None:
+        """The key of the pod's PodGroup, when that PodGroup exists."""
+        pi = self.pods.get(key)
+        return pi.group_key if pi is not None and pi.group_key in self._groups else None
+
+    def node_of(self, key: str) -> str | None:
+        """The node the pod occupies (bound, or assumed during a cycle), None when it occupies none here."""
+        row = self.state.placement.get(key)
+        return self.state.table.names[row] if row is not None else None
+
+    def bound_node(self, key: str) -> str | None:
+        """The node the pod is bound to, when it is a node of this engine (not merely assumed)."""
+        return self.node_of(key) if key not in self.state.assumed else None
+
+    def pods_on(self, node: str) -> list[str]:
+        row = self.state.table.index.get(node)
+        return list(self.state.node_pods[row]) if row is not None else []
+
+    def node_usage(self) -> v.NodeUsage:
+        return v.NodeUsage.of(self.state.table)
+
+    def resource_usage(self, resource: str) -> tuple[IntArray, IntArray]:
+        """(allocatable, requested) of one resource per node row (zeros when no node has it)."""
+        t = self.state.table
+        col = t.resources.column.get(resource)
+        if col is None:
+            zeros = t.pod_count * 0
+            return zeros, zeros.copy()
+        return t.allocatable[:, col].copy(), t.requested[:, col].copy()
+
+    def node_label(self, key: str) -> tuple[IntArray, list[str]]:
+        """Per node row, the code of its value of label ``key`` (-1: none), and the values codes index."""
+        col = self.state.table.label(key)
+        return col.codes.astype("int64"), list(col.values)
+
+    def gpu_devices(self, drivers: frozenset[str]) -> tuple[IntArray, IntArray]:
+        """(GPU devices, allocated GPU devices) per node row, counting devices of ``drivers`` (views.GpuDevices)."""
+        counter = self._gpus.setdefault(drivers, v.GpuDevices(drivers))
+        return counter.per_row(self._claims.tracker, len(self.state.table))
+
+    def resource_claims(self) -> list[v.ClaimStatus]:
+        """Every claim, input or generated, as the engine would write its status; sorted by key."""
+        records = self._claims.tracker.records
+        return [v.claim_status(records[k]) for k in sorted(records)]
+
+    def claim(self, key: str) -> v.ClaimStatus | None:
+        record = self._claims.tracker.get(key)
+        return v.claim_status(record) if record is not None else None
+
+    def pod_claims(self, key: str) -> list[v.PodClaimStatus]:
+        """The claims the pod references, resolved (none while one is missing)."""
+        pi = self.pods.get(key)
+        if pi is None or not pi.pod.spec.resource_claims:
+            return []
+        records = self._claims.tracker.records
+        resolved = self._claims.claims(pi).claims
+        return [v.PodClaimStatus(v.claim_status(records[pc.key]), pc.group) for pc in resolved if pc.key in records]
+
+    def reserved_claims(self, key: str) -> list[v.PodClaimStatus]:
+        """The claims the pod reserved (PreBind writes them), once each, with the extended-resource claim's
+        container mapping."""
+        pi, held = self.pods.get(key), self._claims.held.get(key)
+        if pi is None or not held:
+            return []
+        out = []
+        for pc in dict.fromkeys(held):
+            record = self._claims.tracker.records.get(pc.key)
+            if record is None:
+                continue
+            extended = None
+            if EXTENDED_RESOURCE_ANNOTATION in record.claim.metadata.annotations and key in self.state.placement:
+                row = self.state.placement[key]
+                extended = v.extended_status(self._claims, pi, self.state.table, row, record.claim)
+            out.append(v.PodClaimStatus(v.claim_status(record), pc.group, extended))
+        return out
+
+    def condition(self, group: str) -> o.GroupCondition | None:
+        """The PodGroupScheduled condition as the engine would write it."""
+        return self._groups.conditions.get(group)
+
+    def group_statuses(self) -> list[v.GroupStatus]:
+        out = []
+        for key in sorted(self._groups.groups):
+            group = self._groups.groups[key]
+            meta = group.pod_group.metadata
+            scheduled = sum(1 for k in self._groups.members_of(key) if self.is_bound(k))
+            out.append(
+                v.GroupStatus(meta.namespace, meta.name, key, group.min_count, scheduled, self.condition(key), meta.uid)
+            )
+        return out
+
+    def pending(self) -> tuple[int, int]:
+        """(active, gated) pods in the queue."""
+        return len(self.queue), len(self.queue.gated)

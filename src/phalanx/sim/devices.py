@@ -1,28 +1,22 @@
-"""A simulated cluster's GPUs as DRA devices: a pool's ``devices`` (or ``dra: true``) option, the ResourceSlices
-and DeviceClass a GPU driver would publish for it, and the count of GPU devices per node the metrics use.
+"""A simulated cluster's GPUs as DRA devices: a pool's ``devices`` (or ``dra: true``) option, and the ResourceSlices
+and DeviceClass a GPU driver would publish for it (the engine counts GPU devices per node: ``Scheduler.gpu_devices``).
 Formats are documented in docs/simulate.md."""
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
-
-import numpy as np
-import numpy.typing as npt
 
 from phalanx.api import dra
 from phalanx.api.models import Node, ObjectMeta
 from phalanx.api.quantity import QuantityError, parse_quantity
-from phalanx.dra.claims import ClaimTracker
-from phalanx.dra.inventory import DeviceInfo
 
 __all__ = [
     "GPU_DRIVER",
     "NUMA_NODE",
     "ClusterDevices",
-    "GpuDevices",
     "PoolDevices",
     "device_classes",
     "parse_pool_devices",
@@ -32,7 +26,6 @@ __all__ = [
 GPU_DRIVER = "gpu.nvidia.com"
 NUMA_NODE = "resource.kubernetes.io/numaNode"
 TOPOLOGY_ATTRIBUTES = ("phalanx.dev/rack", "phalanx.dev/block")  # node labels copied onto each device
-IntArray = npt.NDArray[np.int64]
 _FIELDS = {"driver", "class", "productName", "memory", "numaNodes", "attributes", "extendedResourceName", "count"}
 
 
@@ -163,40 +156,3 @@ def _attribute(value: str | int | bool) -> dra.DeviceAttribute:
     if isinstance(value, int):
         return dra.DeviceAttribute(int_=value)
     return dra.DeviceAttribute(string=value)
-
-
-class GpuDevices:
-    """GPU devices per node row, all and allocated: a node-local device of a GPU driver whose ``type``
-    attribute, when it has one, is ``gpu`` (MIG slices and other partitions do not count as GPUs)."""
-
-    def __init__(self, drivers: frozenset[str]) -> None:
-        self.drivers = drivers
-        self._inventory: object = None
-        self._gpu: npt.NDArray[np.bool_] = np.zeros(0, dtype=bool)
-        self._total: IntArray = np.zeros(0, dtype=np.int64)
-
-    def per_row(self, tracker: ClaimTracker, rows: int) -> tuple[IntArray, IntArray]:
-        """(GPU devices, allocated GPU devices) per node row; devices of nodes not in the table count nowhere."""
-        inventory = tracker.inventory
-        if inventory is not self._inventory:  # reindexed (nodes added or deleted): recount
-            self._inventory = inventory
-            self._gpu = np.array([self._is_gpu(d) for d in inventory.devices], dtype=bool)
-            self._total = _count(inventory.device_node[self._gpu], rows)
-        used: list[int] = []
-        for record in tracker.records.values():
-            if record.allocation is None:
-                continue
-            for result in record.allocation.devices.results:
-                index = inventory.lookup(result.driver, result.pool, result.device)
-                if index is not None and self._gpu[index] and not result.admin_access:
-                    used.append(int(inventory.device_node[index]))
-        return self._total, _count(np.array(used, dtype=np.int64), rows)
-
-    def _is_gpu(self, d: DeviceInfo) -> bool:
-        kind = d.device.attributes.get("type") or d.device.attributes.get(f"{d.driver}/type")
-        return d.driver in self.drivers and d.row >= 0 and (kind is None or kind.string == "gpu")
-
-
-def _count(rows_of: Sequence[int] | IntArray, rows: int) -> IntArray:
-    arr = np.asarray(rows_of, dtype=np.int64)
-    return np.bincount(arr[arr >= 0], minlength=rows).astype(np.int64)[:rows]

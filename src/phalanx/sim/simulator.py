@@ -26,14 +26,16 @@ from phalanx.api.models import Node, Pod, PodGroup
 from phalanx.controllers.job import backoff_limit_exceeded
 from phalanx.controllers.resource_claim import generate_claims
 from phalanx.scheduling.config import SchedulerConfig, TopologyArgs, default_profile, load_config
+from phalanx.scheduling.outcome import Eviction
+from phalanx.scheduling.recorder import BaseRecorder
 from phalanx.scheduling.resource_claims import ResourceObjects
 from phalanx.scheduling.scheduler import Scheduler
-from phalanx.sim.devices import ClusterDevices, GpuDevices
+from phalanx.sim.devices import ClusterDevices
 from phalanx.sim.faults import NodeEvent, NodeFailures
 from phalanx.sim.jobs import GPU, NAMESPACE, batch_job, claim_template_of, job_objects, tolerations_for
 from phalanx.sim.workload import BLOCK, HOSTNAME, RACK, JobRecord
 
-__all__ = ["CAUSES", "POLICIES", "JobRun", "Policy", "Sample", "SimulationResult", "simulate"]
+__all__ = ["CAUSES", "POLICIES", "JobRun", "Policy", "Sample", "SimulationResult", "policy_of", "simulate"]
 
 _COMPLETE, _POD_FAILURE, _NODE, _ARRIVE = 0, 1, 2, 3
 POOL_LABEL = "phalanx.dev/pool"
@@ -154,6 +156,20 @@ def simulate(
     return sim.run(progress, on_step)
 
 
+class _Evictions(BaseRecorder):
+    """What the simulation needs to hear from the engine: its preemption victims, in order."""
+
+    def __init__(self) -> None:
+        self.victims: list[Eviction] = []
+
+    def evicted(self, eviction: Eviction) -> None:
+        self.victims.append(eviction)
+
+    def take(self) -> list[Eviction]:
+        out, self.victims = self.victims, []
+        return out
+
+
 class _Simulation:
     """One run's state: the engine, the event heap, the jobs and the nodes that are down or cordoned."""
 
@@ -168,14 +184,13 @@ class _Simulation:
         devices: ClusterDevices | None = None,
     ) -> None:
         self.policy, self.seed, self.failures = policy, seed, failures
-        self.sched = Scheduler(policy.config())
+        self.evictions = _Evictions()
+        self.sched = Scheduler(policy.config(), recorder=self.evictions)
         resources = ResourceObjects(devices.classes, devices.slices) if devices is not None else None
         self.sched.load(nodes, [], resources=resources)
-        table = self.sched.state.table
-        self.gpu_col = table.ensure_resource(GPU)
-        self.devices = GpuDevices(devices.gpu_drivers if devices is not None else frozenset())
+        self.gpu_drivers = devices.gpu_drivers if devices is not None else frozenset()
         self.claims: dict[str, list[str]] = {}  # pod key -> keys of the claims generated for it
-        racks = list(table.label(RACK).values)
+        racks = self.sched.node_label(RACK)[1]
         self.result = SimulationResult(policy.name, int(self._gpus()[0].sum()), [], racks=racks)
         self.nodes = {n.metadata.name: n for n in nodes}
         self.tolerations = tolerations_for(nodes)
@@ -201,7 +216,6 @@ class _Simulation:
     def run(
         self, progress: Callable[[int], None] | None, on_step: Callable[[Scheduler, float], None] | None
     ) -> SimulationResult:
-        seen_evictions = 0
         while self.heap:
             now = self.heap[0][0]
             while self.heap and self.heap[0][0] == now:
@@ -210,9 +224,7 @@ class _Simulation:
             self.sched.run()
             self.result.cycles += 1
             # Preemption victims' jobs start over: their other pods are deleted and the job is submitted again.
-            evictions = self.sched.evictions[seen_evictions:]
-            seen_evictions = len(self.sched.evictions)
-            hit = sorted({self.owner[e.namespace + "/" + e.name] for e in evictions})
+            hit = sorted({self.owner[e.namespace + "/" + e.name] for e in self.evictions.take()})
             for i in hit:
                 self._restart(i, now, "preemption")
             if hit:
@@ -241,10 +253,10 @@ class _Simulation:
             self._attempt_failed(i, now, 1, "podFailure")
 
     def _start_ready(self, now: float) -> None:
-        placed = self.sched.state.placement
+        node_of = self.sched.node_of
         for i in sorted(self.waiting):
             run = self.runs[i]
-            if all(k in placed for k in run.pods):
+            if all(node_of(k) is not None for k in run.pods):
                 run.start = now
                 self.waiting.discard(i)
                 heapq.heappush(self.heap, (now + run.job.duration, _COMPLETE, run.restarts, i))
@@ -295,7 +307,7 @@ class _Simulation:
         for key in run.pods:
             self.sched.delete_pod(key)
             for claim in self.claims.pop(key, ()):
-                if self.sched.claims.tracker.get(claim) is not None:
+                if self.sched.claim(claim) is not None:
                     self.sched.delete_resource_claim(*claim.split("/", 1))
 
     def _stop(self, run: JobRun, now: float, cause: str) -> None:
@@ -368,8 +380,7 @@ class _Simulation:
         node = self.nodes[name]
         spec = msgspec.structs.replace(node.spec, unschedulable=True)
         self.sched.update_node(msgspec.structs.replace(node, spec=spec))
-        row = self.sched.state.table.index[name]
-        for i in sorted({self.owner[key] for key in self.sched.state.node_pods[row]}):
+        for i in sorted({self.owner[key] for key in self.sched.pods_on(name)}):
             self._restart(i, now, "drain")
 
     def _recover(self, now: float, name: str) -> None:
@@ -385,20 +396,19 @@ class _Simulation:
 
     def _gpus(self) -> tuple[np.ndarray, np.ndarray]:
         """(allocatable, allocated) GPUs per node row: ``nvidia.com/gpu`` plus GPU devices."""
-        t = self.sched.state.table
-        alloc, used = t.allocatable[:, self.gpu_col], t.requested[:, self.gpu_col]
-        if not self.devices.drivers:
+        alloc, used = self.sched.resource_usage(GPU)
+        if not self.gpu_drivers:
             return alloc, used
-        total, taken = self.devices.per_row(self.sched.claims.tracker, len(t))
+        total, taken = self.sched.gpu_devices(self.gpu_drivers)
         # On a node that does not advertise nvidia.com/gpu, a pod's request for it is served by a device claim
         # (DRAExtendedResource) and already counted among the allocated devices.
         return alloc + total, np.where(alloc > 0, used, 0) + taken
 
     def _sample(self, now: float) -> Sample:
         alloc, used = self._gpus()
-        placed = self.sched.state.placement
+        node_of = self.sched.node_of
         runs = self.runs
-        held = sum(runs[i].job.gpus * sum(1 for k in runs[i].pods if k in placed) for i in self.waiting)
+        held = sum(runs[i].job.gpus * sum(1 for k in runs[i].pods if node_of(k) is not None) for i in self.waiting)
         pending = [runs[i].job.gpus for i in self.waiting if runs[i].job.gpus]
         free = alloc - used
         smallest = min(pending) if pending else 0
@@ -420,11 +430,11 @@ class _Simulation:
         racks = self.result.racks
         if not racks:
             return []
-        col = self.sched.state.table.label(RACK)
+        rack_codes, values = self.sched.node_label(RACK)
         # The column's value ids follow the current rows; map them onto the racks of the starting cluster.
-        order = np.array([racks.index(v) for v in col.values], dtype=np.int64)
-        has = col.codes >= 0
-        codes = order[col.codes[has]] if len(order) else np.zeros(0, dtype=np.int64)
+        order = np.array([racks.index(v) for v in values], dtype=np.int64)
+        has = rack_codes >= 0
+        codes = order[rack_codes[has]] if len(order) else np.zeros(0, dtype=np.int64)
         a = np.bincount(codes, weights=alloc[has], minlength=len(racks))
         u = np.bincount(codes, weights=used[has], minlength=len(racks))
         return [round(float(x), 3) for x in np.where(a > 0, u / np.maximum(a, 1), 0.0)]

@@ -27,6 +27,7 @@ from phalanx.sim.faults import NodeEvent, NodeFailures, parse_failures, parse_no
 __all__ = [
     "BLOCK",
     "GPU",
+    "HOSTNAME",
     "RACK",
     "ClusterSpec",
     "JobRecord",

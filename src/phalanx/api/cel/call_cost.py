@@ -25,7 +25,7 @@ from phalanx.api.cel.cost import (
 )
 from phalanx.api.cel.types import Kind
 
-__all__ = ["cost_call", "kubernetes_estimate"]
+__all__ = ["cost_call", "kubernetes_estimate", "size_estimate"]
 
 _S, _R = 0.1, 0.25
 

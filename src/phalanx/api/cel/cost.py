@@ -18,7 +18,21 @@ from phalanx.api.cel.checker import Checked
 from phalanx.api.cel.nodes import ACCUMULATOR, Node
 from phalanx.api.cel.types import CelType, Kind
 
-__all__ = ["MAX", "AstNode", "CallEstimate", "Estimate", "SizeEstimator", "estimate"]
+__all__ = [
+    "MAX",
+    "UNKNOWN",
+    "AstNode",
+    "CallEstimate",
+    "Coster",
+    "Estimate",
+    "SizeEstimator",
+    "add",
+    "estimate",
+    "factor",
+    "mul",
+    "scale",
+    "union",
+]
 
 MAX = 2**64 - 1
 Estimate = tuple[int, int]  # (min, max), used for both sizes and costs

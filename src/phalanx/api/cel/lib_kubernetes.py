@@ -24,7 +24,7 @@ from phalanx.api.cel.semver import parse_semver
 from phalanx.api.cel.values import Quantity
 from phalanx.api.quantity import QuantityError, parse_quantity
 
-__all__ = ["CIDR", "CIDR_TYPE", "IP", "IP_TYPE", "MAX_INCLUDES_LIST", "QUANTITY", "SEMVER", "functions"]
+__all__ = ["CIDR", "CIDR_TYPE", "IP", "IP_TYPE", "MAX_INCLUDES_LIST", "QUANTITY", "SEMVER", "functions", "includes"]
 
 QUANTITY, SEMVER = t.struct("kubernetes.Quantity"), t.struct("kubernetes.Semver")
 IP_TYPE, CIDR_TYPE = t.opaque("net.IP"), t.opaque("net.CIDR")

@@ -15,7 +15,7 @@ from phalanx.api.cel.errors import CelError
 from phalanx.api.cel.types import CelType, Kind
 from phalanx.api.cel.values import Duration, Optional, Quantity, Semver, Timestamp, UInt, runtime_type
 
-__all__ = ["accepts", "cel_compare", "cel_equals", "no_such_overload", "size_of"]
+__all__ = ["accepts", "accepts_all", "cel_compare", "cel_equals", "map_lookup", "no_such_overload", "size_of"]
 
 
 def no_such_overload() -> CelError:

@@ -10,6 +10,16 @@ import subprocess
 import sysconfig
 from pathlib import Path
 
+__all__ = [
+    "COMPILE_TIMEOUT_S",
+    "PROGRAMS",
+    "SOURCE_DIR",
+    "CompileError",
+    "compile_all",
+    "compile_program",
+    "sources_digest",
+]
+
 SOURCE_DIR = Path(__file__).resolve().parent
 PROGRAMS = ("connect", "dns_udp", "egress", "sock_create")
 COMPILE_TIMEOUT_S = 120

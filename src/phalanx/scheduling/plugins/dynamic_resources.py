@@ -27,16 +27,41 @@ from phalanx.cluster.nodes import NodeTable
 from phalanx.cluster.pods import PodInfo
 from phalanx.dra.allocator import AllocationError
 from phalanx.dra.inventory import DeviceInventory
+from phalanx.scheduling.events import ClusterEvent
 from phalanx.scheduling.framework import MAX_NODE_SCORE, BoolArray, CycleState, IntArray, StateKey
+from phalanx.scheduling.handle import Handle
+from phalanx.scheduling.plugin import PluginSpec
+from phalanx.scheduling.reasons import FailureReason, Reason
 from phalanx.scheduling.resource_claims import ClaimBinding
 
-__all__ = ["NAME", "REASON_CANNOT_ALLOCATE", "REASON_INVALID_POOLS", "REASON_NOT_AVAILABLE", "DynamicResources"]
+__all__ = [
+    "EVENTS",
+    "NAME",
+    "PLUGIN",
+    "REASON_CANNOT_ALLOCATE",
+    "REASON_INVALID_POOLS",
+    "REASON_NOT_AVAILABLE",
+    "DynamicResources",
+]
 
 NAME = "DynamicResources"
 REASON_CANNOT_ALLOCATE = "cannot allocate all claims"
 REASON_NOT_AVAILABLE = "resourceclaim not available on the node"
 REASON_INVALID_POOLS = "invalid resource pools were encountered"
+# Devices come back when a pod (and its claims) goes, a claim is deallocated, or slices or classes change.
+EVENTS = frozenset(
+    {
+        ClusterEvent.POD_DELETE,
+        ClusterEvent.NODE_ADD,
+        ClusterEvent.RESOURCE_CLAIM_CHANGE,
+        ClusterEvent.RESOURCE_SLICE_CHANGE,
+    }
+)
 _MAX_CACHED = 256
+# statusUnschedulable always uses UnschedulableAndUnresolvable.
+_CANNOT_ALLOCATE = Reason(REASON_CANNOT_ALLOCATE, unresolvable=True)
+_NOT_AVAILABLE = Reason(REASON_NOT_AVAILABLE, unresolvable=True)
+_INVALID_POOLS = Reason(REASON_INVALID_POOLS, unresolvable=True)
 _PRIORITY_BASE = 8  # the prioritized-list score gives 8 - index for the chosen firstAvailable alternative
 
 
@@ -72,14 +97,20 @@ class DynamicResources:
     unresolvable: ClassVar[bool] = True  # statusUnschedulable always uses UnschedulableAndUnresolvable
     incremental: ClassVar[bool] = False  # keeps its own per-claim-spec cache (below)
 
-    def __init__(self) -> None:
-        self.binding: ClaimBinding | None = None
+    def __init__(self, handle: Handle | None = None) -> None:
+        self.handle = handle
+        self._bound: ClaimBinding | None = None
         self._cache: dict[bytes, _Entry] = {}
         self._local: tuple[DeviceInventory, int, bool] | None = None  # see _node_local
 
-    def attach(self, binding: ClaimBinding) -> None:
-        self.binding = binding
-        self._cache.clear()
+    @property
+    def binding(self) -> ClaimBinding | None:
+        """The engine's claims (None without a handle); a new one (a snapshot loaded) empties the caches."""
+        binding = self.handle.claims if self.handle is not None else None
+        if binding is not self._bound:
+            self._bound = binding
+            self._cache.clear()
+        return binding
 
     def skips(self, pod: PodInfo, nodes: NodeTable) -> bool:
         return not self._concerns(pod)
@@ -235,12 +266,12 @@ class DynamicResources:
                 mask |= scope
         return mask
 
-    def reasons(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rejected: IntArray) -> Counter[str]:
+    def reasons(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rejected: IntArray) -> Counter[FailureReason]:
         view = self._view(state, pod)
         if view.waiting or view.in_use:
-            return Counter({view.waiting or view.in_use: len(rejected)})
+            return Counter({Reason(view.waiting or view.in_use, unresolvable=True): len(rejected)})
         selected = self._selected(view, nodes)
-        out: Counter[str] = Counter()
+        out: Counter[FailureReason] = Counter()
         error = ""
         invalid: set[int] = set()
         if view.todo:
@@ -248,11 +279,11 @@ class DynamicResources:
             error, invalid = entry.error, entry.invalid
         for row in rejected:
             if not selected[row]:
-                out[REASON_NOT_AVAILABLE] += 1
+                out[_NOT_AVAILABLE] += 1
             elif int(row) in invalid:
-                out[REASON_INVALID_POOLS] += 1  # ErrFailedAllocationOnNode
+                out[_INVALID_POOLS] += 1  # ErrFailedAllocationOnNode
             else:
-                out[error or REASON_CANNOT_ALLOCATE] += 1
+                out[Reason(error, unresolvable=True) if error else _CANNOT_ALLOCATE] += 1
         return out
 
     # --- slots (topology placement and preemption count a gang's members per node) -------------------------------
@@ -353,3 +384,17 @@ def _preference(claim: dra.ResourceClaim, result: dra.AllocationResult) -> int:
             if chosen[request.name] in names:
                 total += _PRIORITY_BASE - names.index(chosen[request.name])
     return total
+
+
+def _new(args: None, handle: Handle) -> DynamicResources:
+    return DynamicResources(handle)
+
+
+# DynamicResourceAllocation (GA) appends DynamicResources to the multi-point plugins.
+PLUGIN: PluginSpec[None] = PluginSpec(
+    NAME,
+    _new,
+    frozenset({"preEnqueue", "preFilter", "filter", "score", "reserve", "preBind"}),
+    EVENTS,
+    default_weight=1,
+)

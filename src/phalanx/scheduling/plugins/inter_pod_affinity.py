@@ -18,16 +18,42 @@ from typing import Any, ClassVar
 import msgspec
 import numpy as np
 
+from phalanx.api.errors import FieldError
 from phalanx.api.models import PodAffinity
 from phalanx.cluster.nodes import AffinityGroup, NodeTable
 from phalanx.cluster.pods import PodInfo
-from phalanx.scheduling.framework import MAX_NODE_SCORE, BoolArray, CycleState, FilterPlugin, IntArray, ScorePlugin
+from phalanx.scheduling.events import ClusterEvent
+from phalanx.scheduling.framework import (
+    MAX_NODE_SCORE,
+    BoolArray,
+    CycleState,
+    FilterPlugin,
+    IntArray,
+    ScorePlugin,
+)
+from phalanx.scheduling.handle import Handle
+from phalanx.scheduling.plugin import ArgsError, PluginSpec, boolean, check_fields, integer, mapping
 from phalanx.scheduling.plugins.pod_selectors import AffinityTerm, PodCounts, domain_totals, node_totals
+from phalanx.scheduling.reasons import FailureReason, Reason
+
+__all__ = [
+    "EVENTS",
+    "NAME",
+    "PLUGIN",
+    "REASON_AFFINITY",
+    "REASON_ANTI_AFFINITY",
+    "REASON_EXISTING_ANTI_AFFINITY",
+    "InterPodAffinity",
+    "InterPodAffinityArgs",
+    "PodTerms",
+    "parse_args",
+]
 
 NAME = "InterPodAffinity"
-REASON_AFFINITY = "node(s) didn't match pod affinity rules"
-REASON_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
-REASON_EXISTING_ANTI_AFFINITY = "node(s) didn't satisfy existing pods anti-affinity rules"
+# The pod's own required affinity unmet is UnschedulableAndUnresolvable; anti-affinity can be preempted away.
+REASON_AFFINITY = Reason("node(s) didn't match pod affinity rules", unresolvable=True)
+REASON_ANTI_AFFINITY = Reason("node(s) didn't match pod anti-affinity rules")
+REASON_EXISTING_ANTI_AFFINITY = Reason("node(s) didn't satisfy existing pods anti-affinity rules")
 _CACHED_PODS = 1 << 16
 
 
@@ -77,8 +103,7 @@ class InterPodAffinity:
     name: ClassVar[str] = NAME
     static: ClassVar[bool] = False
     unresolvable: ClassVar[bool] = False
-    # The pod's own required affinity unmet is UnschedulableAndUnresolvable; anti-affinity can be preempted away.
-    unresolvable_reasons: ClassVar[frozenset[str]] = frozenset({REASON_AFFINITY})
+    per_reason: ClassVar[bool] = True  # see REASON_AFFINITY
     incremental: ClassVar[bool] = False
 
     def __init__(self, args: InterPodAffinityArgs | None = None) -> None:
@@ -120,15 +145,16 @@ class InterPodAffinity:
         mask = affinity & anti & existing
         return mask if rows is None else mask[rows]
 
-    def reasons(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rejected: IntArray) -> Counter[str]:
+    def reasons(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rejected: IntArray) -> Counter[FailureReason]:
         affinity, anti, existing = (m[rejected] for m in self._verdicts(pod, nodes))
-        return +Counter(
+        out: Counter[FailureReason] = Counter(
             {
                 REASON_AFFINITY: int((~affinity).sum()),
                 REASON_ANTI_AFFINITY: int((affinity & ~anti).sum()),
                 REASON_EXISTING_ANTI_AFFINITY: int((affinity & anti & ~existing).sum()),
             }
         )
+        return +out
 
     def _verdicts(self, pod: PodInfo, nodes: NodeTable) -> tuple[BoolArray, BoolArray, BoolArray]:
         """Which nodes satisfy the pod's required affinity, its required anti-affinity, and placed pods'
@@ -220,12 +246,30 @@ _f: FilterPlugin = InterPodAffinity()
 _s: ScorePlugin = InterPodAffinity()
 
 
-def parse_args(raw: dict[str, object]) -> InterPodAffinityArgs:
-    """InterPodAffinityArgs from a pluginConfig entry; raises ValueError as ValidateInterPodAffinityArgs would."""
-    weight = raw.get("hardPodAffinityWeight", 1)
-    if not isinstance(weight, int) or not 0 <= weight <= 100:
-        raise ValueError(f"hardPodAffinityWeight: Invalid value: {weight}: not in valid range [0-100]")
-    ignore = raw.get("ignorePreferredTermsOfExistingPods", False)
-    if not isinstance(ignore, bool):
-        raise ValueError(f"ignorePreferredTermsOfExistingPods: Invalid value: {ignore}: must be a boolean")
+def parse_args(raw: Any) -> InterPodAffinityArgs:
+    """InterPodAffinityArgs from a pluginConfig entry, validated as ``ValidateInterPodAffinityArgs`` does."""
+    args = mapping(raw)
+    check_fields(args, {"hardPodAffinityWeight", "ignorePreferredTermsOfExistingPods"})
+    weight = integer(args.get("hardPodAffinityWeight"), "hardPodAffinityWeight", 1)
+    if not 0 <= weight <= 100:
+        raise ArgsError([FieldError.invalid("hardPodAffinityWeight", weight, "not in valid range [0-100]")])
+    ignore = boolean(args.get("ignorePreferredTermsOfExistingPods"), "ignorePreferredTermsOfExistingPods", False)
     return InterPodAffinityArgs(weight, ignore)
+
+
+def _new(args: InterPodAffinityArgs | None, handle: Handle) -> InterPodAffinity:
+    return InterPodAffinity(args)
+
+
+EVENTS = frozenset(
+    {
+        ClusterEvent.POD_ADD,
+        ClusterEvent.ASSIGNED_POD_ADD,
+        ClusterEvent.POD_DELETE,
+        ClusterEvent.NODE_ADD,
+        ClusterEvent.NODE_UPDATE,
+    }
+)
+PLUGIN: PluginSpec[InterPodAffinityArgs] = PluginSpec(
+    NAME, _new, frozenset({"preFilter", "filter", "preScore", "score"}), EVENTS, parse_args, default_weight=2
+)

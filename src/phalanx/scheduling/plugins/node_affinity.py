@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -16,6 +16,7 @@ from phalanx.api.models import NodeAffinity as NodeAffinitySpec
 from phalanx.cluster.node_selector import term_mask, terms_mask
 from phalanx.cluster.nodes import NodeTable
 from phalanx.cluster.pods import PodInfo
+from phalanx.scheduling.events import ClusterEvent
 from phalanx.scheduling.framework import (
     BoolArray,
     Code,
@@ -27,11 +28,25 @@ from phalanx.scheduling.framework import (
     Status,
     default_normalize,
 )
+from phalanx.scheduling.handle import Handle
+from phalanx.scheduling.plugin import PluginSpec, check_fields, decode, mapping
+from phalanx.scheduling.reasons import FailureReason, Reason
+
+__all__ = [
+    "NAME",
+    "PLUGIN",
+    "REASON",
+    "REASON_CONFLICT",
+    "REASON_ENFORCED",
+    "NodeAffinity",
+    "NodeAffinityArgs",
+    "parse_args",
+]
 
 NAME = "NodeAffinity"
-REASON = "node(s) didn't match Pod's node affinity/selector"
-REASON_ENFORCED = "node(s) didn't match scheduler-enforced node affinity"
-REASON_CONFLICT = "pod affinity terms conflict"
+REASON = Reason("node(s) didn't match Pod's node affinity/selector", unresolvable=True)
+REASON_ENFORCED = Reason("node(s) didn't match scheduler-enforced node affinity", unresolvable=True)
+REASON_CONFLICT = Reason("pod affinity terms conflict", unresolvable=True)
 
 
 @dataclass
@@ -95,10 +110,11 @@ class NodeAffinity:
                 mask &= terms_mask(required.node_selector_terms, nodes)
         return mask
 
-    def reasons(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rejected: IntArray) -> Counter[str]:
+    def reasons(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rejected: IntArray) -> Counter[FailureReason]:
         # The scheduler-enforced affinity (addedAffinity) is checked first and has its own reason.
         enforced = int((~self._added_mask(nodes)[rejected]).sum())
-        return +Counter({REASON_ENFORCED: enforced, REASON: len(rejected) - enforced})
+        out: Counter[FailureReason] = Counter({REASON_ENFORCED: enforced, REASON: len(rejected) - enforced})
+        return +out
 
     def score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, feasible: IntArray) -> IntArray | None:
         preferred = [
@@ -119,3 +135,27 @@ class NodeAffinity:
 _p: PreFilterPlugin = NodeAffinity()
 _f: FilterPlugin = NodeAffinity()
 _s: ScorePlugin = NodeAffinity()
+
+
+def parse_args(raw: Any) -> NodeAffinityArgs:
+    """NodeAffinityArgs: ``addedAffinity`` is a NodeAffinity, decoded with its field paths."""
+    args = mapping(raw)
+    check_fields(args, {"addedAffinity"})
+    added = args.get("addedAffinity")
+    if not added:
+        return NodeAffinityArgs()
+    return NodeAffinityArgs(decode(mapping(added, "addedAffinity"), NodeAffinitySpec, "addedAffinity"))
+
+
+def _new(args: NodeAffinityArgs | None, handle: Handle) -> NodeAffinity:
+    return NodeAffinity(args)
+
+
+PLUGIN: PluginSpec[NodeAffinityArgs] = PluginSpec(
+    NAME,
+    _new,
+    frozenset({"preFilter", "filter", "score"}),
+    frozenset({ClusterEvent.NODE_ADD, ClusterEvent.NODE_UPDATE}),
+    parse_args,
+    default_weight=2,
+)

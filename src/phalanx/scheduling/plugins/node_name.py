@@ -9,10 +9,16 @@ import numpy as np
 
 from phalanx.cluster.nodes import NodeTable
 from phalanx.cluster.pods import PodInfo
+from phalanx.scheduling.events import ClusterEvent
 from phalanx.scheduling.framework import BoolArray, CycleState, FilterPlugin, IntArray
+from phalanx.scheduling.handle import Handle
+from phalanx.scheduling.plugin import PluginSpec
+from phalanx.scheduling.reasons import FailureReason, Reason
+
+__all__ = ["NAME", "PLUGIN", "REASON", "NodeName"]
 
 NAME = "NodeName"
-REASON = "node(s) didn't match the requested node name"
+REASON = Reason("node(s) didn't match the requested node name", unresolvable=True)
 
 
 class NodeName:
@@ -29,8 +35,18 @@ class NodeName:
             mask[nodes.index[wanted]] = True
         return mask
 
-    def reasons(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rejected: IntArray) -> Counter[str]:
-        return Counter({REASON: len(rejected)})
+    def reasons(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rejected: IntArray) -> Counter[FailureReason]:
+        out: Counter[FailureReason] = Counter({REASON: len(rejected)})
+        return out
 
 
 _: FilterPlugin = NodeName()
+
+
+def _new(args: None, handle: Handle) -> NodeName:
+    return NodeName()
+
+
+PLUGIN: PluginSpec[None] = PluginSpec(
+    NAME, _new, frozenset({"filter"}), frozenset({ClusterEvent.NODE_ADD}), default_weight=0
+)

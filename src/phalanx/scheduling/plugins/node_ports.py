@@ -9,10 +9,16 @@ import numpy as np
 
 from phalanx.cluster.nodes import HostPort, NodeTable
 from phalanx.cluster.pods import PodInfo
+from phalanx.scheduling.events import ClusterEvent
 from phalanx.scheduling.framework import BoolArray, CycleState, FilterPlugin, IntArray
+from phalanx.scheduling.handle import Handle
+from phalanx.scheduling.plugin import PluginSpec
+from phalanx.scheduling.reasons import FailureReason, Reason
+
+__all__ = ["NAME", "PLUGIN", "REASON", "NodePorts", "conflicts"]
 
 NAME = "NodePorts"
-REASON = "node(s) didn't have free ports for the requested pod ports"
+REASON = Reason("node(s) didn't have free ports for the requested pod ports")
 _ANY = "0.0.0.0"
 
 
@@ -37,8 +43,18 @@ class NodePorts:
                 mask[j] = False
         return mask
 
-    def reasons(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rejected: IntArray) -> Counter[str]:
-        return Counter({REASON: len(rejected)})
+    def reasons(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rejected: IntArray) -> Counter[FailureReason]:
+        out: Counter[FailureReason] = Counter({REASON: len(rejected)})
+        return out
 
 
 _: FilterPlugin = NodePorts()
+
+
+def _new(args: None, handle: Handle) -> NodePorts:
+    return NodePorts()
+
+
+PLUGIN: PluginSpec[None] = PluginSpec(
+    NAME, _new, frozenset({"filter"}), frozenset({ClusterEvent.POD_DELETE, ClusterEvent.NODE_ADD}), default_weight=0
+)

@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from phalanx.cluster.nodes import NodeTable
 from phalanx.cluster.pods import PodInfo
 from phalanx.scheduling.framework import CycleState, IntArray, ScorePlugin
-from phalanx.scheduling.plugins.resource_allocation import ResourceSpec, balanced_score, requested_and_allocatable
+from phalanx.scheduling.handle import Handle
+from phalanx.scheduling.plugin import PluginSpec, check_fields, mapping
+from phalanx.scheduling.plugins.resource_allocation import (
+    ResourceSpec,
+    balanced_score,
+    parse_resources,
+    requested_and_allocatable,
+)
+
+__all__ = ["NAME", "PLUGIN", "BalancedAllocationArgs", "NodeResourcesBalancedAllocation", "parse_args"]
 
 NAME = "NodeResourcesBalancedAllocation"
 
@@ -37,3 +46,19 @@ class NodeResourcesBalancedAllocation:
 
 
 _s: ScorePlugin = NodeResourcesBalancedAllocation()
+
+
+def parse_args(raw: Any) -> BalancedAllocationArgs:
+    """NodeResourcesBalancedAllocationArgs: the resources to balance, with their weights."""
+    args = mapping(raw)
+    check_fields(args, {"resources"})
+    return BalancedAllocationArgs(parse_resources(args.get("resources"), "resources"))
+
+
+def _new(args: BalancedAllocationArgs | None, handle: Handle) -> NodeResourcesBalancedAllocation:
+    return NodeResourcesBalancedAllocation(args)
+
+
+PLUGIN: PluginSpec[BalancedAllocationArgs] = PluginSpec(
+    NAME, _new, frozenset({"score"}), parse_args=parse_args, default_weight=1
+)

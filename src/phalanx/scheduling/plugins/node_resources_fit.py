@@ -5,24 +5,41 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
+from phalanx.api.errors import FieldError
 from phalanx.cluster.nodes import NodeTable
 from phalanx.cluster.pods import PodInfo
+from phalanx.scheduling.events import ClusterEvent
 from phalanx.scheduling.framework import BoolArray, CycleState, FilterPlugin, IntArray, ScorePlugin
+from phalanx.scheduling.handle import Handle
+from phalanx.scheduling.plugin import (
+    ArgsError,
+    PluginSpec,
+    check_fields,
+    integer,
+    join,
+    mapping,
+    sequence,
+    string,
+    string_list,
+)
 from phalanx.scheduling.plugins.resource_allocation import (
     ResourceSpec,
     ShapePoint,
     least_allocated,
     most_allocated,
+    parse_resources,
     requested_and_allocatable,
     requested_to_capacity_ratio,
 )
+from phalanx.scheduling.reasons import TOO_MANY_PODS, FailureReason, InsufficientResource
+
+__all__ = ["NAME", "PLUGIN", "STRATEGIES", "TOO_MANY_PODS", "NodeResourcesFit", "NodeResourcesFitArgs", "parse_args"]
 
 NAME = "NodeResourcesFit"
-TOO_MANY_PODS = "Too many pods"
 STRATEGIES = ("LeastAllocated", "MostAllocated", "RequestedToCapacityRatio")
 _STANDARD = {"cpu", "memory", "ephemeral-storage"}
 
@@ -79,17 +96,27 @@ class NodeResourcesFit:
         out: BoolArray = served & (allocatable == 0)
         return out
 
-    def reasons(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rejected: IntArray) -> Counter[str]:
-        out: Counter[str] = Counter()
-        out[TOO_MANY_PODS] = int((nodes.pod_count[rejected] >= nodes.max_pods[rejected]).sum())
+    def reasons(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rejected: IntArray) -> Counter[FailureReason]:
+        """One InsufficientResource per short resource (``pods`` for full pod slots), counting the nodes short of
+        it; the record's used and capacity are those of the first such node."""
+        out: Counter[FailureReason] = Counter()
+        full = nodes.pod_count[rejected] >= nodes.max_pods[rejected]
+        if full.any():
+            row = int(rejected[full][0])
+            record = InsufficientResource("pods", 1, int(nodes.pod_count[row]), int(nodes.max_pods[row]))
+            out[record] = int(full.sum())
         cols, vals = self.checked(pod)
         for col, val in zip(cols.tolist(), vals.tolist(), strict=True):
             allocatable = nodes.allocatable[rejected, col]
             short = allocatable - nodes.requested[rejected, col] < val
-            if nodes.resources.names[col] in nodes.dra_resources:
+            name = nodes.resources.names[col]
+            if name in nodes.dra_resources:
                 short &= allocatable > 0
-            out[f"Insufficient {nodes.resources.names[col]}"] = int(short.sum())
-        return +out
+            if short.any():
+                row = int(rejected[short][0])
+                used, capacity = int(nodes.requested[row, col]), int(nodes.allocatable[row, col])
+                out[InsufficientResource(name, int(val), used, capacity)] = int(short.sum())
+        return out
 
     def score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, feasible: IntArray) -> IntArray | None:
         a = self.args
@@ -108,3 +135,64 @@ class NodeResourcesFit:
 
 _f: FilterPlugin = NodeResourcesFit()
 _s: ScorePlugin = NodeResourcesFit()
+
+
+def parse_args(raw: Any) -> NodeResourcesFitArgs:
+    """NodeResourcesFitArgs, validated as ``ValidateNodeResourcesFitArgs`` does."""
+    args = mapping(raw)
+    check_fields(args, {"ignoredResources", "ignoredResourceGroups", "scoringStrategy"})
+    strategy = mapping(args.get("scoringStrategy"), "scoringStrategy")
+    check_fields(strategy, {"type", "resources", "requestedToCapacityRatio"}, "scoringStrategy")
+    kind = string(strategy.get("type"), "scoringStrategy.type", "LeastAllocated")
+    if kind not in STRATEGIES:
+        raise ArgsError([FieldError.unsupported("scoringStrategy.type", kind, list(STRATEGIES))])
+    shape = _shape(strategy) if kind == "RequestedToCapacityRatio" else []
+    return NodeResourcesFitArgs(
+        ignored_resources=string_list(args.get("ignoredResources"), "ignoredResources"),
+        ignored_resource_groups=string_list(args.get("ignoredResourceGroups"), "ignoredResourceGroups"),
+        strategy=kind,
+        resources=parse_resources(strategy.get("resources"), "scoringStrategy.resources"),
+        shape=shape,
+    )
+
+
+def _shape(strategy: Any) -> list[ShapePoint]:
+    where = "scoringStrategy.requestedToCapacityRatio"
+    ratio = mapping(strategy.get("requestedToCapacityRatio"), where)
+    path = f"{where}.shape"
+    points = sequence(ratio.get("shape"), path)
+    if not points:
+        raise ArgsError([FieldError.required(path, "at least one point must be specified")])
+    shape: list[ShapePoint] = []
+    errors: list[FieldError] = []
+    for i, raw in enumerate(points):
+        at = join(path, f"[{i}]")
+        point = mapping(raw, at)
+        u = integer(point.get("utilization"), f"{at}.utilization", 0)
+        s = integer(point.get("score"), f"{at}.score", 0)
+        if not 0 <= u <= 100:
+            errors.append(FieldError.invalid(f"{at}.utilization", u, "not in valid range [0, 100]"))
+        if not 0 <= s <= 10:
+            errors.append(FieldError.invalid(f"{at}.score", s, "not in valid range [0, 10]"))
+        if shape and u <= shape[-1].utilization:
+            errors.append(
+                FieldError.invalid(f"{at}.utilization", u, "utilization values must be sorted in increasing order")
+            )
+        shape.append(ShapePoint(u, s))
+    if errors:
+        raise ArgsError(errors)
+    return shape
+
+
+def _new(args: NodeResourcesFitArgs | None, handle: Handle) -> NodeResourcesFit:
+    return NodeResourcesFit(args)
+
+
+PLUGIN: PluginSpec[NodeResourcesFitArgs] = PluginSpec(
+    NAME,
+    _new,
+    frozenset({"filter", "score"}),
+    frozenset({ClusterEvent.POD_DELETE, ClusterEvent.NODE_ADD, ClusterEvent.NODE_UPDATE}),
+    parse_args,
+    default_weight=1,
+)

@@ -10,11 +10,17 @@ import numpy as np
 from phalanx.api.models import Taint
 from phalanx.cluster.nodes import NodeTable
 from phalanx.cluster.pods import PodInfo
+from phalanx.scheduling.events import ClusterEvent
 from phalanx.scheduling.framework import BoolArray, CycleState, FilterPlugin, IntArray
+from phalanx.scheduling.handle import Handle
+from phalanx.scheduling.plugin import PluginSpec
 from phalanx.scheduling.plugins.taint_toleration import tolerates
+from phalanx.scheduling.reasons import FailureReason, Reason
+
+__all__ = ["NAME", "PLUGIN", "REASON", "NodeUnschedulable"]
 
 NAME = "NodeUnschedulable"
-REASON = "node(s) were unschedulable"
+REASON = Reason("node(s) were unschedulable", unresolvable=True)
 _TAINT = Taint(key="node.kubernetes.io/unschedulable", effect="NoSchedule")
 
 
@@ -28,8 +34,18 @@ class NodeUnschedulable:
             return np.ones(len(nodes), dtype=bool)
         return ~nodes.unschedulable
 
-    def reasons(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rejected: IntArray) -> Counter[str]:
-        return Counter({REASON: len(rejected)})
+    def reasons(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rejected: IntArray) -> Counter[FailureReason]:
+        out: Counter[FailureReason] = Counter({REASON: len(rejected)})
+        return out
 
 
 _: FilterPlugin = NodeUnschedulable()
+
+
+def _new(args: None, handle: Handle) -> NodeUnschedulable:
+    return NodeUnschedulable()
+
+
+PLUGIN: PluginSpec[None] = PluginSpec(
+    NAME, _new, frozenset({"filter"}), frozenset({ClusterEvent.NODE_ADD, ClusterEvent.NODE_UPDATE}), default_weight=0
+)

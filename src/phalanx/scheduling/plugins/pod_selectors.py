@@ -25,6 +25,7 @@ __all__ = [
     "PodMatcher",
     "Selector",
     "domain_totals",
+    "label_key_requirements",
     "namespace_labels",
     "node_totals",
 ]

@@ -13,16 +13,27 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import msgspec
 import numpy as np
 
+from phalanx.api.errors import FieldError
 from phalanx.api.models import LabelSelector, Pod, TopologySpreadConstraint
 from phalanx.cluster.node_selector import terms_mask
 from phalanx.cluster.nodes import NodeTable
 from phalanx.cluster.pods import PodInfo
-from phalanx.scheduling.framework import MAX_NODE_SCORE, BoolArray, CycleState, FilterPlugin, IntArray, ScorePlugin
+from phalanx.scheduling.events import ClusterEvent
+from phalanx.scheduling.framework import (
+    MAX_NODE_SCORE,
+    BoolArray,
+    CycleState,
+    FilterPlugin,
+    IntArray,
+    ScorePlugin,
+)
+from phalanx.scheduling.handle import Handle
+from phalanx.scheduling.plugin import ArgsError, PluginSpec, check_fields, decode, mapping, sequence, string
 from phalanx.scheduling.plugins.pod_selectors import (
     PodCounts,
     PodMatcher,
@@ -32,10 +43,28 @@ from phalanx.scheduling.plugins.pod_selectors import (
     node_totals,
 )
 from phalanx.scheduling.plugins.taint_toleration import tolerates
+from phalanx.scheduling.reasons import FailureReason, Reason
+
+__all__ = [
+    "EVENTS",
+    "NAME",
+    "PLUGIN",
+    "REASON",
+    "REASON_MISSING_LABEL",
+    "SYSTEM_DEFAULTS",
+    "Constraint",
+    "PodConstraints",
+    "PodTopologySpread",
+    "PodTopologySpreadArgs",
+    "compile_constraint",
+    "parse_args",
+    "required_node_affinity",
+]
 
 NAME = "PodTopologySpread"
-REASON = "node(s) didn't match pod topology spread constraints"
-REASON_MISSING_LABEL = REASON + " (missing required label)"
+REASON = Reason("node(s) didn't match pod topology spread constraints")
+# A node without the topology label stays without it whatever is evicted.
+REASON_MISSING_LABEL = Reason(REASON.message + " (missing required label)", unresolvable=True)
 HOSTNAME = "kubernetes.io/hostname"
 ZONE = "topology.kubernetes.io/zone"
 # Workload kinds whose pods get the cluster-level default constraints (kube-scheduler also counts Services).
@@ -104,8 +133,8 @@ def compile_constraint(c: TopologySpreadConstraint, pod: Pod, selector: LabelSel
 class PodTopologySpread:
     name: ClassVar[str] = NAME
     static: ClassVar[bool] = False
-    unresolvable: ClassVar[bool] = False  # a skew can be fixed by preemption; a missing label cannot
-    unresolvable_reasons: ClassVar[frozenset[str]] = frozenset({REASON_MISSING_LABEL})
+    unresolvable: ClassVar[bool] = False
+    per_reason: ClassVar[bool] = True  # a skew can be fixed by preemption; a missing label cannot
     incremental: ClassVar[bool] = False
 
     def __init__(self, args: PodTopologySpreadArgs | None = None) -> None:
@@ -168,9 +197,9 @@ class PodTopologySpread:
             mask &= has_key & within_skew
         return mask if rows is None else mask[rows]
 
-    def reasons(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rejected: IntArray) -> Counter[str]:
+    def reasons(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rejected: IntArray) -> Counter[FailureReason]:
         # A node is rejected by its first failing constraint: a missing label, else the skew.
-        out: Counter[str] = Counter()
+        out: Counter[FailureReason] = Counter()
         pending = np.ones(len(rejected), dtype=bool)
         for has_key, within_skew in self._verdicts(pod, nodes):
             missing = pending & ~has_key[rejected]
@@ -311,27 +340,57 @@ _f: FilterPlugin = PodTopologySpread()
 _s: ScorePlugin = PodTopologySpread()
 
 
-def parse_args(raw: dict[str, object]) -> PodTopologySpreadArgs:
-    """PodTopologySpreadArgs from a pluginConfig entry; raises ValueError as ValidatePodTopologySpreadArgs would."""
-    kind = raw.get("defaultingType", "System")
+def parse_args(raw: Any) -> PodTopologySpreadArgs:
+    """PodTopologySpreadArgs from a pluginConfig entry, validated as ``ValidatePodTopologySpreadArgs`` does."""
+    args = mapping(raw)
+    check_fields(args, {"defaultConstraints", "defaultingType"})
+    kind = string(args.get("defaultingType"), "defaultingType", "System")
     if kind not in ("System", "List"):
-        raise ValueError(f'defaultingType: Unsupported value: "{kind}": supported values: "List", "System"')
-    constraints = msgspec.convert(raw.get("defaultConstraints") or [], list[TopologySpreadConstraint])
+        raise ArgsError([FieldError.unsupported("defaultingType", kind, ["List", "System"])])
+    entries = sequence(args.get("defaultConstraints"), "defaultConstraints")
+    constraints = decode(entries, list[TopologySpreadConstraint], "defaultConstraints")
     if kind == "System" and constraints:
-        raise ValueError('defaultConstraints: Invalid value: when .defaultingType is "System", it must be empty')
+        raise ArgsError(
+            [FieldError("defaultConstraints", 'Invalid value: when .defaultingType is "System", it must be empty')]
+        )
+    errors: list[FieldError] = []
     for i, c in enumerate(constraints):
+        at = f"defaultConstraints[{i}]"
         if c.max_skew <= 0:
-            raise ValueError(f"defaultConstraints[{i}].maxSkew: Invalid value: {c.max_skew}: must be greater than zero")
+            errors.append(FieldError.invalid(f"{at}.maxSkew", c.max_skew, "must be greater than zero"))
         if not c.topology_key:
-            raise ValueError(f"defaultConstraints[{i}].topologyKey: Required value: can not be empty")
+            errors.append(FieldError.required(f"{at}.topologyKey", "can not be empty"))
         if c.when_unsatisfiable not in ("DoNotSchedule", "ScheduleAnyway"):
-            raise ValueError(
-                f'defaultConstraints[{i}].whenUnsatisfiable: Unsupported value: "{c.when_unsatisfiable}": '
-                'supported values: "DoNotSchedule", "ScheduleAnyway"'
+            errors.append(
+                FieldError.unsupported(
+                    f"{at}.whenUnsatisfiable", c.when_unsatisfiable, ["DoNotSchedule", "ScheduleAnyway"]
+                )
             )
         if c.label_selector is not None:
-            raise ValueError(
-                f"defaultConstraints[{i}].labelSelector: Forbidden: constraint must not define a selector, "
-                "as they deduced for each pod"
+            errors.append(
+                FieldError.forbidden(
+                    f"{at}.labelSelector", "constraint must not define a selector, as they deduced for each pod"
+                )
             )
-    return PodTopologySpreadArgs(constraints, str(kind))
+    if errors:
+        raise ArgsError(errors)
+    return PodTopologySpreadArgs(constraints, kind)
+
+
+def _new(args: PodTopologySpreadArgs | None, handle: Handle) -> PodTopologySpread:
+    return PodTopologySpread(args)
+
+
+# A matching pod placed or gone changes a domain's count either way (skew, affinity, anti-affinity).
+EVENTS = frozenset(
+    {
+        ClusterEvent.POD_ADD,
+        ClusterEvent.ASSIGNED_POD_ADD,
+        ClusterEvent.POD_DELETE,
+        ClusterEvent.NODE_ADD,
+        ClusterEvent.NODE_UPDATE,
+    }
+)
+PLUGIN: PluginSpec[PodTopologySpreadArgs] = PluginSpec(
+    NAME, _new, frozenset({"preFilter", "filter", "preScore", "score"}), EVENTS, parse_args, default_weight=2
+)

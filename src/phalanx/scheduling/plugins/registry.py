@@ -1,99 +1,73 @@
-"""The plugin registry: plugin name -> factory, and the default profile's plugins and weights (v1.36)."""
+"""The plugin registry: every plugin name phalanx knows, in v1.36's default order (``getDefaultPlugins``).
+
+Each line names one plugin module, whose ``PLUGIN`` spec says everything else (name, factory, extension points,
+events, argument parser, default weight); adding a plugin is its module plus one line here (docs/architecture.md).
+The default profile, the queue's event hints and the configuration's argument parsers are all derived from it.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+import importlib
+from collections.abc import Mapping
 from typing import Any
 
-from phalanx.scheduling.plugins import (
-    dynamic_resources,
-    gpu_share,
-    inter_pod_affinity,
-    node_affinity,
-    node_name,
-    node_ports,
-    node_resources_balanced_allocation,
-    node_resources_fit,
-    node_unschedulable,
-    pod_topology_spread,
-    taint_toleration,
+from phalanx.scheduling.events import ClusterEvent
+from phalanx.scheduling.plugin import PluginSpec
+
+__all__ = ["DEFAULT_PLACEMENT_SCORES", "EVENT_HINTS", "GROUP_SCOPED", "REGISTRY", "SPECS", "default_plugins"]
+
+# One line per plugin: the module in this package whose ``PLUGIN`` describes it, in v1.36's default order.
+_MODULES = (
+    "scheduling_gates",
+    "priority_sort",
+    "node_unschedulable",
+    "node_name",
+    "taint_toleration",
+    "node_affinity",
+    "node_ports",
+    "node_resources_fit",
+    "pod_topology_spread",
+    "inter_pod_affinity",
+    "node_resources_balanced_allocation",
+    "dynamic_resources",
+    "gpu_share",
+    "gang_scheduling",
+    "default_preemption",
+    "topology_placement_generator",
+    "pod_group_pods_count",
 )
-
-__all__ = [
-    "DEFAULT_PLACEMENT_SCORES",
-    "DEFAULT_PLUGINS",
-    "NOT_MODELLED",
-    "PLACEMENT_GENERATORS",
-    "PLACEMENT_SCORERS",
-    "QUEUE_AND_GATE_PLUGINS",
-    "REGISTRY",
-    "PluginEntry",
-]
-
-
-@dataclass(frozen=True)
-class PluginEntry:
-    factory: Callable[[Any], Any]
-    filter: bool
-    score: bool
-
-
-REGISTRY: dict[str, PluginEntry] = {
-    node_unschedulable.NAME: PluginEntry(lambda a: node_unschedulable.NodeUnschedulable(), True, False),
-    node_name.NAME: PluginEntry(lambda a: node_name.NodeName(), True, False),
-    taint_toleration.NAME: PluginEntry(lambda a: taint_toleration.TaintToleration(), True, True),
-    node_affinity.NAME: PluginEntry(node_affinity.NodeAffinity, True, True),
-    node_ports.NAME: PluginEntry(lambda a: node_ports.NodePorts(), True, False),
-    node_resources_fit.NAME: PluginEntry(node_resources_fit.NodeResourcesFit, True, True),
-    node_resources_balanced_allocation.NAME: PluginEntry(
-        node_resources_balanced_allocation.NodeResourcesBalancedAllocation, False, True
-    ),
-    pod_topology_spread.NAME: PluginEntry(pod_topology_spread.PodTopologySpread, True, True),
-    inter_pod_affinity.NAME: PluginEntry(inter_pod_affinity.InterPodAffinity, True, True),
-    dynamic_resources.NAME: PluginEntry(lambda a: dynamic_resources.DynamicResources(), True, True),
-    gpu_share.NAME: PluginEntry(gpu_share.GpuShare, False, True),
-}
-
-# Queue-sort, PreEnqueue and Permit plugins the engine implements in the queue and the PodGroup cycle.
-QUEUE_AND_GATE_PLUGINS = {"PrioritySort", "SchedulingGates", "GangScheduling"}
-
-# PostFilter plugins, implemented in scheduling/preemption.py (per pod) and the PodGroup cycle (whole groups).
-POST_FILTER_PLUGINS = {"DefaultPreemption"}
-
-# kube-scheduler plugins phalanx accepts in a configuration but does not model (no volumes or images in a
-# snapshot).
-NOT_MODELLED = {
+# kube-scheduler plugins accepted in a configuration but not modelled (no volumes or images in a snapshot).
+_NOT_MODELLED = (
     "VolumeRestrictions",
     "NodeVolumeLimits",
     "VolumeBinding",
     "VolumeZone",
     "ImageLocality",
     "DefaultBinder",
-}
+)
 
-# Placement plugins of the PodGroup cycle (topology-aware scheduling), implemented in scheduling/placement.py:
-# the generator and the placement scorers with their default weights (NodeResourcesFit also scores placements).
-PLACEMENT_GENERATORS = {"TopologyPlacementGenerator"}
-PLACEMENT_SCORERS = {"PodGroupPodsCount", "NodeResourcesFit"}
-DEFAULT_PLACEMENT_SCORES: list[tuple[str, int]] = [("PodGroupPodsCount", 1), ("NodeResourcesFit", 1)]
 
-# getDefaultPlugins (v1.36) in order, with score weights; only the names phalanx models.
-DEFAULT_PLUGINS: list[tuple[str, int]] = [
-    ("SchedulingGates", 0),
-    ("PrioritySort", 0),
-    (node_unschedulable.NAME, 0),
-    (node_name.NAME, 0),
-    (taint_toleration.NAME, 3),
-    (node_affinity.NAME, 2),
-    (node_ports.NAME, 0),
-    (node_resources_fit.NAME, 1),
-    (pod_topology_spread.NAME, 2),
-    (inter_pod_affinity.NAME, 2),
-    (node_resources_balanced_allocation.NAME, 1),
-    # DynamicResourceAllocation (GA) appends DynamicResources to the multi-point plugins.
-    (dynamic_resources.NAME, 1),
-    # phalanx: fragmentation-aware scoring for shared GPUs (DRA consumable capacity); skips clusters without them.
-    (gpu_share.NAME, 1),
-    ("GangScheduling", 0),
-]
+def _spec(module: str) -> PluginSpec[Any]:
+    spec: PluginSpec[Any] = importlib.import_module(f"{__package__}.{module}").PLUGIN
+    return spec
+
+
+SPECS: tuple[PluginSpec[Any], ...] = (
+    *map(_spec, _MODULES),
+    *(PluginSpec[None](name, modelled=False) for name in _NOT_MODELLED),
+)
+
+REGISTRY: Mapping[str, PluginSpec[Any]] = {spec.name: spec for spec in SPECS}
+
+# Which cluster events can make a pod rejected by a plugin schedulable (EnqueueExtensions.EventsToRegister).
+EVENT_HINTS: Mapping[str, frozenset[ClusterEvent]] = {s.name: s.events for s in SPECS if s.events}
+# Plugins whose events only wake the pods of the PodGroup the event is about.
+GROUP_SCOPED: frozenset[str] = frozenset(s.name for s in SPECS if s.group_scoped)
+
+# Placement scorers of the PodGroup cycle with their default weights (NodeResourcesFit also scores placements).
+DEFAULT_PLACEMENT_SCORES: tuple[tuple[str, int], ...] = (("PodGroupPodsCount", 1), ("NodeResourcesFit", 1))
+
+
+def default_plugins() -> list[tuple[PluginSpec[Any], int]]:
+    """The default profile's plugins the engine instantiates, in order, with their score weights."""
+    return [(s, s.default_weight) for s in SPECS if s.factory is not None and s.default_weight is not None]

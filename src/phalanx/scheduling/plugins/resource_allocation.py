@@ -8,14 +8,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from phalanx.api.errors import FieldError
 from phalanx.cluster.nodes import NodeTable
 from phalanx.cluster.pods import PodInfo
 from phalanx.cluster.resources import CPU, MEMORY
 from phalanx.scheduling.framework import MAX_NODE_SCORE, IntArray
+from phalanx.scheduling.plugin import ArgsError, integer, join, mapping, sequence, string
 
 __all__ = [
     "ResourceSpec",
@@ -23,6 +26,7 @@ __all__ = [
     "balanced_score",
     "least_allocated",
     "most_allocated",
+    "parse_resources",
     "requested_and_allocatable",
     "requested_to_capacity_ratio",
 ]
@@ -40,6 +44,36 @@ class ResourceSpec:
 class ShapePoint:
     utilization: int
     score: int
+
+
+def parse_resources(raw: Any, path: str) -> list[ResourceSpec]:
+    """A ``resources`` list of plugin args (cpu and memory, weight 1, when absent), weights in 1-100 as
+    ``validateResources`` checks them."""
+    if raw is None:
+        return [ResourceSpec("cpu"), ResourceSpec("memory")]
+    out = []
+    errors: list[FieldError] = []
+    for i, entry in enumerate(sequence(raw, path)):
+        at = join(path, f"[{i}]")
+        try:
+            item = mapping(entry, at)
+            name = string(item.get("name"), f"{at}.name")
+            weight = integer(item.get("weight"), f"{at}.weight", 1)
+        except ArgsError as exc:
+            errors += exc.errors
+            continue
+        if not name:
+            errors.append(FieldError.required(f"{at}.name"))
+            continue
+        if not 1 <= weight <= 100:
+            errors.append(
+                FieldError.invalid(f"{at}.weight", weight, f"resource weight of {name} not in valid range [1, 100]")
+            )
+            continue
+        out.append(ResourceSpec(name, weight))
+    if errors:
+        raise ArgsError(errors)
+    return out
 
 
 def requested_and_allocatable(

@@ -12,6 +12,7 @@ import numpy as np
 from phalanx.api.models import Taint, Toleration
 from phalanx.cluster.nodes import NodeTable
 from phalanx.cluster.pods import PodInfo
+from phalanx.scheduling.events import ClusterEvent
 from phalanx.scheduling.framework import (
     BoolArray,
     CycleState,
@@ -20,9 +21,14 @@ from phalanx.scheduling.framework import (
     ScorePlugin,
     default_normalize,
 )
+from phalanx.scheduling.handle import Handle
+from phalanx.scheduling.plugin import PluginSpec
+from phalanx.scheduling.reasons import FailureReason, Reason
+
+__all__ = ["NAME", "PLUGIN", "REASON", "TaintToleration", "tolerates"]
 
 NAME = "TaintToleration"
-REASON = "node(s) had untolerated taint(s)"
+REASON = Reason("node(s) had untolerated taint(s)", unresolvable=True)
 
 
 def tolerates(t: Toleration, taint: Taint) -> bool:
@@ -52,8 +58,9 @@ class TaintToleration:
         )
         return ok[nodes.taint_group]
 
-    def reasons(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rejected: IntArray) -> Counter[str]:
-        return Counter({REASON: len(rejected)})
+    def reasons(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rejected: IntArray) -> Counter[FailureReason]:
+        out: Counter[FailureReason] = Counter({REASON: len(rejected)})
+        return out
 
     def score(self, state: CycleState, pod: PodInfo, nodes: NodeTable, feasible: IntArray) -> IntArray | None:
         # Only tolerations that could tolerate PreferNoSchedule taints count (getAllTolerationPreferNoSchedule).
@@ -67,3 +74,16 @@ class TaintToleration:
 
 _f: FilterPlugin = TaintToleration()
 _s: ScorePlugin = TaintToleration()
+
+
+def _new(args: None, handle: Handle) -> TaintToleration:
+    return TaintToleration()
+
+
+PLUGIN: PluginSpec[None] = PluginSpec(
+    NAME,
+    _new,
+    frozenset({"filter", "score"}),
+    frozenset({ClusterEvent.NODE_ADD, ClusterEvent.NODE_UPDATE}),
+    default_weight=3,
+)

@@ -11,14 +11,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import numpy.typing as npt
 
 from phalanx.api.errors import InputError
-from phalanx.scheduling.gpu_share import GPU_MILLI
+from phalanx.arrays import IntArray
+from phalanx.scheduling.plugins.gpu_share.policy import GPU_MILLI
 
 __all__ = ["Arrival", "OpenbNodes", "OpenbPods", "arrival", "load_nodes", "load_pods"]
-
-IntArray = npt.NDArray[np.int64]
 
 NODE_COLUMNS = ("sn", "cpu_milli", "memory_mib", "gpu", "model")
 POD_COLUMNS = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli")  # gpu_spec optional (multigpu* lack it)

@@ -12,21 +12,22 @@ score plugin) and ranks exactly. DRA picks the GPU inside the node (first fit, i
 from __future__ import annotations
 
 import numpy as np
-import numpy.typing as npt
 
 from phalanx.api import dra
 from phalanx.api.errors import InputError
 from phalanx.api.models import Container, Node, NodeStatus, ObjectMeta, Pod, PodSpec, ResourceRequirements
+from phalanx.arrays import IntArray
 from phalanx.scheduling.config import ProfileConfig, SchedulerConfig, default_profile
-from phalanx.scheduling.gpu_share import GPU_MILLI, POLICIES
 from phalanx.scheduling.plugins.gpu_share import NAME as GPU_SHARE
 from phalanx.scheduling.plugins.gpu_share import GpuShareArgs
+from phalanx.scheduling.plugins.gpu_share.policy import GPU_MILLI, POLICIES
+from phalanx.scheduling.recorder import BaseRecorder
 from phalanx.scheduling.resource_claims import ResourceObjects
 from phalanx.scheduling.scheduler import Scheduler
-from phalanx.sim.fragmentation import RunResult, target_of
-from phalanx.sim.openb import OpenbNodes, OpenbPods, arrival
+from phalanx.sim.fragmentation.experiment import Runner, RunResult, target_of
+from phalanx.sim.fragmentation.openb import OpenbNodes, OpenbPods, arrival
 
-__all__ = ["DEVICE_CLASS", "DRIVER", "MODEL_LABEL", "cluster_objects", "run_engine"]
+__all__ = ["DEVICE_CLASS", "DRIVER", "ENGINE", "MODEL_LABEL", "cluster_objects", "run_engine"]
 
 DRIVER = "gpu.openb.phalanx.dev"
 DEVICE_CLASS = "gpu.openb.phalanx.dev"
@@ -34,7 +35,7 @@ MODEL_LABEL = "alibabacloud.com/gpu-card-model"
 _NAMESPACE = "openb"
 
 
-def cluster_objects(nodes: OpenbNodes, rank: npt.NDArray[np.int64]) -> tuple[list[Node], ResourceObjects]:
+def cluster_objects(nodes: OpenbNodes, rank: IntArray) -> tuple[list[Node], ResourceObjects]:
     """Nodes named ``<rank>-<name>`` and their GPUs as shared DRA devices."""
     out_nodes: list[Node] = []
     slices: list[dra.ResourceSlice] = []
@@ -113,8 +114,19 @@ def _config(nodes: OpenbNodes, pods: OpenbPods, policy: str, seed: int) -> Sched
         args={GPU_SHARE: args},
         gang=False,
         preemption=False,  # every pod has priority 0: nothing to preempt
+        static_ties=True,  # the artifact's static node priority: node names carry it
     )
     return SchedulerConfig([profile])
+
+
+class _Bound(BaseRecorder):
+    """The node each pod was bound to (a pod that fits nowhere is never bound)."""
+
+    def __init__(self) -> None:
+        self.nodes: dict[str, str] = {}
+
+    def bound(self, key: str, node: str) -> None:
+        self.nodes[key] = node
 
 
 def run_engine(nodes: OpenbNodes, pods: OpenbPods, policy: str, seed: int, tune: float = 1.3) -> RunResult:
@@ -124,9 +136,8 @@ def run_engine(nodes: OpenbNodes, pods: OpenbPods, policy: str, seed: int, tune:
         raise InputError([f'unknown policy "{policy}" (known: {", ".join(POLICIES)})'])
     order = arrival(pods, nodes, seed, tune)
     node_objects, resources = cluster_objects(nodes, order.node_rank)
-    sched = Scheduler(_config(nodes, pods, policy, seed), seed=seed)
-    for profile in sched.profiles.values():
-        profile.static_ties = True
+    bound = _Bound()
+    sched = Scheduler(_config(nodes, pods, policy, seed), seed=seed, recorder=bound)
     sched.load(node_objects, [], resources=resources)
     row_of = {n.metadata.name: i for i, n in enumerate(node_objects)}
     events = len(order.order)
@@ -142,13 +153,16 @@ def run_engine(nodes: OpenbNodes, pods: OpenbPods, policy: str, seed: int, tune:
         sched.add_pod(_pod(name, int(pods.cpu[i]), int(pods.mem[i]), name if gpus else None))
         sched.run()
         total_arrived += num * milli
-        outcome = sched.outcomes.get(f"{_NAMESPACE}/{name}")
-        if outcome is not None and outcome.node is not None and outcome.phase == "Scheduled":
+        placed = bound.nodes.get(f"{_NAMESPACE}/{name}")
+        if placed is not None:
             total_used += num * milli
-            node[e] = row_of[outcome.node]
+            node[e] = row_of[placed]
         else:
             sched.delete_pod(f"{_NAMESPACE}/{name}")
             if gpus:
                 sched.delete_resource_claim(_NAMESPACE, name)
         arrived[e], used[e] = total_arrived, total_used
     return RunResult(policy, seed, nodes.gpu_capacity, arrived, used, np.full(events, np.nan), node)
+
+
+ENGINE = Runner("engine", run_engine)

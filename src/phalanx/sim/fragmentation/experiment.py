@@ -1,6 +1,9 @@
-"""The openb GPU-fragmentation experiment (spec/fgd-experiment.md): a fast array runner that places each arriving
-pod with one GPU-sharing policy, logs every event, and reports unallocated GPU % at each arrival step, per seed
-and as the mean over seeds."""
+"""The openb GPU-fragmentation experiment (spec/fgd-experiment.md): each policy over several seeds on one trace,
+the unallocated GPU % at each arrival step per seed and as the mean over seeds.
+
+A runner places one seed's pods and is passed in: ``engine.run_engine`` through the scheduler (the product's
+placement path), or ``reference.run_reference``, the reference model of the FGD artifact's simulator.
+"""
 
 from __future__ import annotations
 
@@ -10,25 +13,24 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
 from phalanx.api.errors import InputError
-from phalanx.scheduling.gpu_share import (
-    CHOOSERS,
-    POLICIES,
-    GpuPod,
-    GpuView,
-    TargetDistribution,
-    feasible,
-    fragmentation,
-    typical_pods,
-)
-from phalanx.sim.openb import OpenbNodes, OpenbPods, arrival
+from phalanx.arrays import BoolArray, FloatArray, IntArray
+from phalanx.scheduling.plugins.gpu_share.policy import POLICIES, TargetDistribution, typical_pods
+from phalanx.sim.fragmentation.openb import OpenbNodes, OpenbPods
 
-__all__ = ["PUBLISHED", "ExperimentResult", "RunResult", "experiment", "run", "target_of", "unallocated_curve"]
-
-IntArray = npt.NDArray[np.int64]
-FloatArray = npt.NDArray[np.float64]
+__all__ = [
+    "FIRST_SEED",
+    "PUBLISHED",
+    "ExperimentResult",
+    "RunResult",
+    "Runner",
+    "experiment",
+    "shape_of",
+    "target_of",
+    "trace_name",
+    "unallocated_curve",
+]
 
 FIRST_SEED = 42  # the artifact's seeds are 42..51
 # Unallocated GPU % at 100 % arrival, mean of 10 seeds, from the FGD artifact (data/openb/README.md).
@@ -60,7 +62,7 @@ class RunResult:
     node: IntArray  # the node row each attempt went to, -1 when it failed
 
     @property
-    def placed(self) -> npt.NDArray[np.bool_]:
+    def placed(self) -> BoolArray:
         return self.node >= 0
 
     def curve(self) -> dict[int, float]:
@@ -69,6 +71,14 @@ class RunResult:
     @property
     def at100(self) -> float:
         return self.curve()[100]
+
+
+@dataclass(frozen=True)
+class Runner:
+    """A way to place one seed's pods with one policy: ``name`` is what the result's ``runner`` field says."""
+
+    name: str
+    run: Callable[[OpenbNodes, OpenbPods, str, int], RunResult]
 
 
 def unallocated_curve(arrived: IntArray, used: IntArray, capacity: int) -> dict[int, float]:
@@ -92,7 +102,7 @@ def unallocated_curve(arrived: IntArray, used: IntArray, capacity: int) -> dict[
 
 def target_of(pods: OpenbPods, nodes: OpenbNodes) -> TargetDistribution:
     """FGD's fixed target: the top shapes of the original trace, CPU-only pods included (spec §4.6)."""
-    return typical_pods([_shape(pods, nodes, i) for i in range(len(pods.names))], len(nodes.models))
+    return typical_pods([shape_of(pods, nodes, i) for i in range(len(pods.names))], len(nodes.models))
 
 
 def _models(pods: OpenbPods, nodes: OpenbNodes, i: int) -> frozenset[int] | None:
@@ -101,85 +111,8 @@ def _models(pods: OpenbPods, nodes: OpenbNodes, i: int) -> frozenset[int] | None
     return None if spec is None else frozenset(nodes.models.index(m) for m in spec if m in nodes.models)
 
 
-def _shape(pods: OpenbPods, nodes: OpenbNodes, i: int) -> tuple[int, int, int, frozenset[int] | None]:
+def shape_of(pods: OpenbPods, nodes: OpenbNodes, i: int) -> tuple[int, int, int, frozenset[int] | None]:
     return int(pods.cpu[i]), int(pods.gpu_milli[i]), int(pods.num_gpu[i]), _models(pods, nodes, i)
-
-
-def _view(nodes: OpenbNodes) -> GpuView:
-    slots = int(nodes.gpus.max(initial=0))
-    gpu_free = np.where(np.arange(slots)[None, :] < nodes.gpus[:, None], 1000, -1).astype(np.int64)
-    return GpuView(nodes.cpu.copy(), nodes.mem.copy(), gpu_free, nodes.model.copy())
-
-
-@dataclass
-class _Cache:
-    """Scores of one pod shape per node, valid while the node's version is unchanged: a placement changes one
-    node, so a shape seen again only rescores the nodes changed since (same result as scoring every node)."""
-
-    scores: FloatArray
-    seen: IntArray
-
-
-def run(nodes: OpenbNodes, pods: OpenbPods, policy: str, seed: int, tune: float = 1.3) -> RunResult:
-    """Place the seed's arrivals one by one with `policy` (no queue, retry, preemption or departure; spec §3.2)."""
-    if policy not in POLICIES:
-        raise InputError([f'unknown policy "{policy}" (known: {", ".join(POLICIES)})'])
-    order = arrival(pods, nodes, seed, tune)
-    view, target = _view(nodes), target_of(pods, nodes)
-    score, choose = POLICIES[policy], CHOOSERS[policy]
-    rng = np.random.default_rng([seed, 1])  # only the random policy draws
-    shapes: dict[tuple[int, int, int, int, frozenset[int] | None], GpuPod] = {}
-    caches: dict[GpuPod, _Cache] = {}
-    version = np.zeros(len(nodes.names), dtype=np.int64)
-    frag = fragmentation(view.cpu_free, view.gpu_free, view.model, target)
-    events = len(order.order)
-    arrived, used = np.zeros(events, dtype=np.int64), np.zeros(events, dtype=np.int64)
-    frag_log, node = np.zeros(events), np.full(events, -1, dtype=np.int64)
-    total_arrived = total_used = 0
-    for e, i in enumerate(order.order):
-        cpu, milli, num, models = _shape(pods, nodes, int(i))
-        pod = shapes.setdefault(
-            (cpu, int(pods.mem[i]), num, milli, models), GpuPod(cpu, int(pods.mem[i]), num, milli, models)
-        )
-        total_arrived += pod.total_milli
-        if policy == "random":
-            rows = np.flatnonzero(feasible(view, pod))
-            scores = np.full(len(nodes.names), -np.inf)
-            scores[rows] = score(view, pod, rows, target, rng)
-        else:
-            scores = _cached_scores(caches, version, view, pod, target, score)
-        best = scores.max(initial=-np.inf)
-        if best > -np.inf:
-            tied = np.flatnonzero(scores == best)
-            row = int(tied[np.argmin(order.node_rank[tied])])
-            slots = choose(view, pod, row, target, rng)
-            view.cpu_free[row] -= pod.cpu
-            view.mem_free[row] -= pod.mem
-            view.gpu_free[row, slots] -= pod.gpu_milli
-            version[row] += 1
-            frag[row] = fragmentation(view.cpu_free[row], view.gpu_free[row], view.model[row], target)
-            total_used += pod.total_milli
-            node[e] = row
-        arrived[e], used[e], frag_log[e] = total_arrived, total_used, frag.sum()
-    return RunResult(policy, seed, nodes.gpu_capacity, arrived, used, frag_log, node)
-
-
-def _cached_scores(
-    caches: dict[GpuPod, _Cache], version: IntArray, view: GpuView, pod: GpuPod, target: TargetDistribution,
-    score: Callable[..., FloatArray],
-) -> FloatArray:  # fmt: skip
-    cache = caches.get(pod)
-    if cache is None:
-        cache = caches[pod] = _Cache(np.full(len(version), -np.inf), np.full(len(version), -1, dtype=np.int64))
-    dirty = np.flatnonzero(cache.seen != version)
-    if len(dirty):
-        ok = feasible(view, pod, dirty)
-        fresh = np.full(len(dirty), -np.inf)
-        if ok.any():
-            fresh[ok] = score(view, pod, dirty[ok], target)
-        cache.scores[dirty] = fresh
-        cache.seen[dirty] = version[dirty]
-    return cache.scores
 
 
 @dataclass
@@ -239,22 +172,20 @@ def experiment(
     trace: str,
     policies: Sequence[str],
     seeds: int,
+    runner: Runner,
     progress: Callable[[str, int], None] | None = None,
-    runner: Callable[[OpenbNodes, OpenbPods, str, int], RunResult] | None = None,
 ) -> ExperimentResult:
-    """Run every policy on seeds 42, 43, ... (`seeds` of them), as the artifact does. ``runner`` places one
-    seed's pods (default: this module's array runner; `fragmentation_engine.run_engine` goes through the engine)."""
+    """Run every policy on seeds 42, 43, ... (`seeds` of them), as the artifact does, with ``runner``."""
     unknown = [p for p in policies if p not in POLICIES]
     if unknown:
         raise InputError([f'unknown policy "{p}" (known: {", ".join(POLICIES)})' for p in unknown])
     if seeds < 1:
         raise InputError([f"--seeds must be at least 1, got {seeds}"])
-    result = ExperimentResult(trace, list(range(FIRST_SEED, FIRST_SEED + seeds)))
-    result.runner = "array" if runner is None else "engine"
+    result = ExperimentResult(trace, list(range(FIRST_SEED, FIRST_SEED + seeds)), runner=runner.name)
     for policy in policies:
         result.runs[policy] = []
         for seed in result.seeds:
-            result.runs[policy].append((runner or run)(nodes, pods, policy, seed))
+            result.runs[policy].append(runner.run(nodes, pods, policy, seed))
             if progress:
                 progress(policy, 1)
     return result

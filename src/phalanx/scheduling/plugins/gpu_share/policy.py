@@ -13,7 +13,8 @@ from functools import cached_property
 from typing import NamedTuple, Protocol
 
 import numpy as np
-import numpy.typing as npt
+
+from phalanx.arrays import BoolArray, FloatArray, IntArray
 
 __all__ = [
     "CHOOSERS",
@@ -25,6 +26,8 @@ __all__ = [
     "TargetDistribution",
     "choose_gpus",
     "feasible",
+    "fgd_gpus",
+    "fgd_score",
     "fragmentation",
     "gpu_sums",
     "placement_sums",
@@ -32,9 +35,6 @@ __all__ = [
     "typical_pods",
 ]
 
-IntArray = npt.NDArray[np.int64]
-FloatArray = npt.NDArray[np.float64]
-BoolArray = npt.NDArray[np.bool_]
 
 GPU_MILLI = 1000  # one whole GPU, as the device's consumable capacity `milli`
 MAX_SPEC_CPU = 128_000.0  # FGD artifact normalisers (spec §4.0)

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
-__all__ = ["render_nodes", "render_simulation", "render_table"]
+__all__ = ["render_claims", "render_nodes", "render_table"]
 
 _PHASE_STYLE = {
     "Scheduled": "green",
@@ -118,13 +117,3 @@ def render_table(result: dict[str, Any], console: Console, nodes: list[dict[str,
         f"{len(result['pods'])} pods: {summary}. Scheduled {stats['podsScheduled']} pods in "
         f"{stats['scheduleSeconds']:.3f}s ({stats['podsPerSecond']} pods/s)."
     )
-
-
-def render_simulation(title: str, header: Sequence[str], rows: Sequence[Sequence[str]], console: Console) -> None:
-    """The policy comparison of `phalanx simulate` (rows computed by phalanx.sim.metrics)."""
-    table = Table(title=title)
-    for col in header:
-        table.add_column(col.upper())
-    for row in rows:
-        table.add_row(*row)
-    console.print(table)

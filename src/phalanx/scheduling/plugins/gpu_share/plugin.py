@@ -1,6 +1,6 @@
 """GpuShare: scores nodes for pods on clusters whose GPUs are shared DRA devices (consumable capacity), so that
 whole GPUs and GPU shares leave as little capacity stranded as possible (phalanx's scoring by default; FGD,
-BestFit and Random for comparison, from ``phalanx.scheduling.gpu_share``).
+BestFit and Random for comparison, from :mod:`.policy`).
 
 The GPUs are the node-local devices with ``allowMultipleAllocations`` and the configured capacity (``milli`` by
 default, 1000 per GPU); a pod's need is its claim's request (count, and the capacity it asks per device; none
@@ -18,14 +18,17 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
+from phalanx.api.errors import FieldError
 from phalanx.api.quantity import parse_quantity
 from phalanx.cluster.nodes import NodeTable
 from phalanx.cluster.pods import PodInfo
-from phalanx.scheduling import gpu_share as gs
 from phalanx.scheduling.framework import MAX_NODE_SCORE, CycleState, IntArray
+from phalanx.scheduling.handle import Handle
+from phalanx.scheduling.plugin import ArgsError, PluginSpec, check_fields, mapping, string
+from phalanx.scheduling.plugins.gpu_share import policy as gs
 from phalanx.scheduling.resource_claims import ClaimBinding
 
-__all__ = ["NAME", "GpuShare", "GpuShareArgs", "parse_args"]
+__all__ = ["NAME", "PLUGIN", "GpuShare", "GpuShareArgs", "parse_args"]
 
 NAME = "GpuShare"
 _RETARGET_EVERY = 64  # re-estimate the target distribution after this many new pod shapes are seen
@@ -48,18 +51,17 @@ class GpuShareArgs:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def parse_args(args: dict[str, Any]) -> GpuShareArgs:
+def parse_args(raw: Any) -> GpuShareArgs:
     """GpuShareArgs from a KubeSchedulerConfiguration pluginConfig entry (policy, capacity, modelAttribute)."""
-    unknown = set(args) - {"policy", "capacity", "modelAttribute"}
-    if unknown:
-        raise ValueError(f"unknown field(s) {', '.join(sorted(unknown))}")
-    policy = str(args.get("policy", "phalanx"))
+    args = mapping(raw)
+    check_fields(args, {"policy", "capacity", "modelAttribute"})
+    policy = string(args.get("policy"), "policy", "phalanx")
     if policy not in gs.POLICIES:
-        raise ValueError(f'policy: Unsupported value: "{policy}": supported values: {", ".join(gs.POLICIES)}')
+        raise ArgsError([FieldError.unsupported("policy", policy, list(gs.POLICIES))])
     return GpuShareArgs(
         policy=policy,
-        capacity=str(args.get("capacity", "milli")),
-        model_attribute=str(args.get("modelAttribute", "model")),
+        capacity=string(args.get("capacity"), "capacity", "milli"),
+        model_attribute=string(args.get("modelAttribute"), "modelAttribute", "model"),
     )
 
 
@@ -78,11 +80,11 @@ class GpuShare:
     static: ClassVar[bool] = False
     incremental: ClassVar[bool] = False  # its cache is keyed by the pod's GPU need, which PodInfo.shape lacks
 
-    def __init__(self, args: GpuShareArgs | None = None) -> None:
+    def __init__(self, args: GpuShareArgs | None = None, handle: Handle | None = None) -> None:
         self.args = args or GpuShareArgs()
         if self.args.policy not in gs.POLICIES:
             raise ValueError(f'GpuShare: unknown policy "{self.args.policy}" (known: {", ".join(gs.POLICIES)})')
-        self.binding: ClaimBinding | None = None
+        self.handle = handle
         self._devices: _Devices | None = None
         self._inventory: object = None
         self._rows = -1
@@ -94,9 +96,11 @@ class GpuShare:
         self._rng = np.random.default_rng([self.args.seed, 1])
         self._cache: dict[gs.GpuPod, tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]] = {}
 
-    def attach(self, binding: ClaimBinding) -> None:
-        self.binding = binding
-        self._inventory = None
+    @property
+    def binding(self) -> ClaimBinding | None:
+        """The engine's claims through the handle (a new binding brings a new inventory, so the device index
+        below is rebuilt by its identity check)."""
+        return self.handle.claims if self.handle is not None else None
 
     # --- the cluster as the policy sees it ----------------------------------------------------------------------
 
@@ -237,3 +241,11 @@ class GpuShare:
             return scores
         top = int(scores.max())
         return scores * MAX_NODE_SCORE // top if top else np.zeros(len(scores), dtype=np.int64)
+
+
+def _new(args: GpuShareArgs | None, handle: Handle) -> GpuShare:
+    return GpuShare(args, handle)
+
+
+# phalanx: fragmentation-aware scoring for shared GPUs (DRA consumable capacity); skips clusters without them.
+PLUGIN: PluginSpec[GpuShareArgs] = PluginSpec(NAME, _new, frozenset({"score"}), parse_args=parse_args, default_weight=1)

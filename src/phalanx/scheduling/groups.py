@@ -1,0 +1,97 @@
+"""The PodGroups the engine knows, their non-terminal members, their PodGroupScheduled conditions, and the
+questions the cycles and preemption ask about them (gang membership, priority, disruption mode)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from phalanx.api.models import PodGroup
+from phalanx.api.priority import PriorityResolver
+from phalanx.cluster.pods import PodInfo, pod_key
+from phalanx.scheduling import outcome as o
+
+__all__ = ["DISRUPTION_MODE_POD_GROUP", "GroupInfo", "PodGroups"]
+
+DISRUPTION_MODE_POD_GROUP = "PodGroup"
+
+
+@dataclass
+class GroupInfo:
+    key: str
+    pod_group: PodGroup
+    min_count: int | None  # None for the basic policy
+
+
+class PodGroups:
+    """PodGroups by key, members by group key (a group's members may exist before the group does)."""
+
+    def __init__(self, gang_enabled: Mapping[str, bool], priorities: PriorityResolver) -> None:
+        self.gang_enabled = gang_enabled  # per schedulerName: whether its profile runs GangScheduling
+        self.priorities = priorities
+        self.groups: dict[str, GroupInfo] = {}
+        self.members: dict[str, set[str]] = {}  # group key -> non-terminal member pod keys
+        self.conditions: dict[str, o.GroupCondition] = {}
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.groups
+
+    def get(self, key: str | None) -> GroupInfo | None:
+        return self.groups.get(key) if key else None
+
+    def add(self, pg: PodGroup) -> GroupInfo:
+        key = pod_key(pg.metadata.namespace, pg.metadata.name)
+        policy = pg.spec.scheduling_policy if pg.spec else None
+        min_count = policy.gang.min_count if policy is not None and policy.gang is not None else None
+        group = GroupInfo(key, pg, min_count)
+        self.groups[key] = group
+        for cond in pg.status.conditions:
+            if cond.type == o.CONDITION_POD_GROUP_SCHEDULED:
+                self.conditions[key] = o.GroupCondition(cond.status, cond.reason, cond.message)
+        return group
+
+    def remove(self, key: str) -> GroupInfo | None:
+        self.conditions.pop(key, None)
+        return self.groups.pop(key, None)
+
+    def add_member(self, pi: PodInfo) -> None:
+        if pi.group_key:
+            self.members.setdefault(pi.group_key, set()).add(pi.key)
+
+    def discard_member(self, pi: PodInfo) -> None:
+        if pi.group_key:
+            self.members.get(pi.group_key, set()).discard(pi.key)
+
+    def members_of(self, key: str) -> set[str]:
+        """PodGroupState.AllPods: the non-terminal pods naming the group, whether it exists yet or not."""
+        return self.members.get(key, set())
+
+    def gang_enabled_for(self, pi: PodInfo) -> bool:
+        return self.gang_enabled.get(pi.pod.spec.scheduler_name, True)
+
+    def gang_key(self, pi: PodInfo) -> str | None:
+        """The key of the gang (a PodGroup with minCount, GangScheduling on) ``pi`` belongs to, if any."""
+        group = self.get(pi.group_key)
+        if group is None or group.min_count is None:
+            return None
+        return group.key if self.gang_enabled_for(pi) else None
+
+    def priority(self, key: str) -> int:
+        """``PodGroupPriority``: spec.priority, else the priorityClassName's value or the globalDefault."""
+        spec = self.groups[key].pod_group.spec
+        if spec is None:
+            return self.priorities.resolve(None, "")
+        return self.priorities.resolve(spec.priority, spec.priority_class_name)
+
+    def disruption_mode(self, key: str | None) -> str:
+        group = self.get(key)
+        spec = group.pod_group.spec if group is not None else None
+        return (spec.disruption_mode if spec is not None else None) or "Pod"
+
+    def set_condition(self, key: str, condition: o.GroupCondition) -> bool:
+        """Write PodGroupScheduled; a True condition is never regressed. Whether it was written."""
+        current = self.conditions.get(key)
+        if current is not None and current.status == "True" and condition.status != "True":
+            return False
+        self.conditions[key] = condition
+        return True
