@@ -94,12 +94,18 @@ def net(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Net]:
         s.stop()
 
 
-def confined(resolv: Path, script: str, hosts: Path | None = None) -> list[str]:
-    """`sh -c script` in a private mount namespace with the test's resolv.conf (and hosts file) bound in."""
+def confined(resolv: Path, cmd: list[str], hosts: Path | None = None) -> list[str]:
+    """`cmd` (a whole guard invocation) in a private mount namespace with the test's resolv.conf (and hosts file)
+    bound in: the guarded command inherits it, and needs no capability of its own to set it up."""
     mounts = f"mount --bind {shlex.quote(str(resolv))} /etc/resolv.conf"
     if hosts is not None:
         mounts += f" && mount --bind {shlex.quote(str(hosts))} /etc/hosts"
-    return ["unshare", "--mount", "sh", "-c", f"{mounts} && exec sh -c {shlex.quote(script)}"]
+    return ["unshare", "--mount", "sh", "-c", f'{mounts} && exec "$@"', "sh", *cmd]
+
+
+def guarded(net: Net, script: str, *opts: str, events: Path | None = None, hosts: Path | None = None) -> list[str]:
+    """`phalanx guard OPTS -- sh -c SCRIPT`, confined to the test's resolv.conf."""
+    return confined(net.resolv, [*guard_args(net, *opts, events=events), "--", "sh", "-c", script], hosts)
 
 
 def guard_args(net: Net, *opts: str, events: Path | None = None) -> list[str]:
@@ -121,7 +127,7 @@ def guard(net: Net, tmp_path: Path) -> object:
 
     def run(script: str, *opts: str, hosts: Path | None = None, env: dict[str, str] | None = None) -> Result:
         events = tmp_path / f"events-{len(list(tmp_path.glob('events-*')))}.jsonl"
-        cmd = [*guard_args(net, *opts, events=events), "--", *confined(net.resolv, script, hosts)]
+        cmd = guarded(net, script, *opts, events=events, hosts=hosts)
         proc = subprocess.run(
             cmd, capture_output=True, text=True, timeout=RUN_TIMEOUT_S, env={**os.environ, **(env or {})}
         )

@@ -101,8 +101,8 @@ def _guard(nsnet: NsNet, tmp_path: Path, script: str, *opts: str) -> Result:
     events = tmp_path / "events.jsonl"
     cmd = [
         "nsenter", f"--net=/run/netns/{nsnet.host_ns}", "--",
-        *PHALANX, "guard", "--upstream", f"{INET}:{nsnet.dns.port}", "--events", str(events), *opts,
-        "--", *confined(nsnet.resolv, script),
+        *confined(nsnet.resolv, [*PHALANX, "guard", "--upstream", f"{INET}:{nsnet.dns.port}", "--events", str(events),
+                                 *opts, "--", "sh", "-c", script]),
     ]  # fmt: skip
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
     return Result(proc.returncode, proc.stdout, proc.stderr, read_events(events))

@@ -8,14 +8,40 @@ import socket
 import struct
 from dataclasses import dataclass
 
+__all__ = [
+    "RCODE_NXDOMAIN",
+    "RCODE_SERVFAIL",
+    "TYPE_A",
+    "TYPE_AAAA",
+    "TYPE_CNAME",
+    "TYPE_DNAME",
+    "TYPE_NAMES",
+    "Answer",
+    "Question",
+    "WireError",
+    "answer",
+    "answer_addresses",
+    "error_reply",
+    "parse_question",
+    "read_name",
+    "with_id",
+]
+
 TYPE_A = 1
+TYPE_CNAME = 5
+TYPE_DNAME = 39
+TYPE_SVCB = 64
+TYPE_HTTPS = 65
 TYPE_AAAA = 28
 TYPE_OPT = 41
 RCODE_SERVFAIL = 2
 RCODE_NXDOMAIN = 3
 _HEADER = struct.Struct("!HHHHHH")
 _RR = struct.Struct("!HHIH")
-TYPE_NAMES = {1: "A", 2: "NS", 5: "CNAME", 6: "SOA", 12: "PTR", 15: "MX", 16: "TXT", 28: "AAAA", 33: "SRV", 65: "HTTPS"}
+TYPE_NAMES = {
+    1: "A", 2: "NS", 5: "CNAME", 6: "SOA", 12: "PTR", 15: "MX", 16: "TXT", 28: "AAAA", 33: "SRV", 39: "DNAME",
+    64: "SVCB", 65: "HTTPS",
+}  # fmt: skip
 
 
 class WireError(ValueError):
@@ -68,17 +94,54 @@ def parse_question(data: bytes) -> Question:
     return Question(qid, name, qtype, off + 4)
 
 
-def answer_addresses(data: bytes) -> list[tuple[str, int]]:
-    """(address as text, ttl) of every A and AAAA record in the answer section (CNAME targets' included)."""
+def read_name(data: bytes, off: int) -> str:
+    """The (possibly compressed) name at `off`, lower case, without the trailing dot."""
+    labels: list[bytes] = []
+    for _ in range(128):  # bounds a pointer loop, and names have at most 127 labels
+        if off >= len(data):
+            raise WireError("name runs past the end")
+        n = data[off]
+        if n == 0:
+            return b".".join(labels).decode("ascii", errors="replace").lower()
+        if n & 0xC0 == 0xC0:
+            if off + 1 >= len(data):
+                raise WireError("pointer runs past the end")
+            off = ((n & 0x3F) << 8) | data[off + 1]
+            continue
+        if n & 0xC0:
+            raise WireError("unknown label type")
+        labels.append(data[off + 1 : off + 1 + n])
+        off += n + 1
+    raise WireError("name too long or a pointer loop")
+
+
+@dataclass(frozen=True)
+class Answer:
+    addresses: list[tuple[str, int]]  # (address as text, ttl) of every A and AAAA record
+    names: tuple[str, ...]  # other names in the answer: CNAME and DNAME targets, owners other than the question
+
+
+def answer(data: bytes, qname: str | None = None) -> Answer:
+    """The answer section's addresses and the other names it mentions (a CNAME chain, a DNAME, an SVCB/HTTPS
+    target). `qname` is the question's name when the caller knows it. Reading stops at the first malformed
+    record, keeping what was read."""
     if len(data) < 12:
-        return []
+        return Answer([], ())
     _id, _flags, qdcount, ancount = _HEADER.unpack_from(data)[:4]
     off = 12
     out: list[tuple[str, int]] = []
+    names: dict[str, None] = {}
     try:
-        for _ in range(qdcount):
+        for i in range(qdcount):
+            if i == 0 and qname is None:
+                qname = read_name(data, off)
             off = _skip_name(data, off) + 4
         for _ in range(ancount):
+            # The usual owner is a pointer to the question's name (0xc00c): no need to read it.
+            if data[off : off + 2] != b"\xc0\x0c":
+                owner = read_name(data, off)
+                if owner != qname:
+                    names[owner] = None
             off = _skip_name(data, off)
             rtype, _cls, ttl, rdlen = _RR.unpack_from(data, off)
             off += 10
@@ -88,10 +151,21 @@ def answer_addresses(data: bytes) -> list[tuple[str, int]]:
                 out.append((socket.inet_ntop(socket.AF_INET, data[off : off + 4]), ttl))
             elif rtype == TYPE_AAAA and rdlen == 16:
                 out.append((socket.inet_ntop(socket.AF_INET6, data[off : off + 16]), ttl))
+            elif rtype in (TYPE_CNAME, TYPE_DNAME):
+                names[read_name(data, off)] = None
+            elif rtype in (TYPE_SVCB, TYPE_HTTPS) and rdlen > 3:
+                names[read_name(data, off + 2)] = None  # after SvcPriority: the TargetName ('' for "here")
             off += rdlen
-    except (struct.error, WireError):
+    except (struct.error, WireError, IndexError):
         pass  # keep what we read; a truncated answer still taught us those addresses
-    return out
+    names.pop(qname or "", None)
+    names.pop("", None)
+    return Answer(out, tuple(names))
+
+
+def answer_addresses(data: bytes) -> list[tuple[str, int]]:
+    """(address as text, ttl) of every A and AAAA record in the answer section (CNAME targets' included)."""
+    return answer(data).addresses
 
 
 def with_id(data: bytes, qid: int) -> bytes:

@@ -143,6 +143,10 @@ def summary(sink: EventSink, mode: str, exit_code: int) -> str:
         lines.append(f"  {verdict:<6} {kind:<8} {target:<48} x{n}")
     if len(rows) > 40:
         lines.append(f"  ... {len(rows) - 40} more (see --events)")
-    if sink.lost:
-        lines.append(f"  warning: {sink.lost} kernel events were lost (ring buffer full): the record is incomplete")
+    lost = sink.unreported.get("lost denials", 0) + sink.unreported.get("lost allowed connects", 0)
+    for what, n in sink.unreported.items():
+        if n:
+            lines.append(f"  not reported: {n} {what}")
+    if lost:
+        lines.append(f"  warning: {lost} kernel events were lost (ring buffer full): the record is incomplete")
     return "\n".join(lines) + "\n"
