@@ -62,7 +62,7 @@ def test_a_source_changed_without_rebuilding_is_refused(tmp_path: Path) -> None:
     d = _copy_of_the_objects(tmp_path)
     src = d / "egress.bpf.c"
     src.write_text(src.read_text() + "\n/* edited */\n")
-    with pytest.raises(BpfError, match="older than their C sources.*python -m phalanx.guard.bpf.build"):
+    with pytest.raises(BpfError, match=r"older than their C sources.*python -m phalanx\.guard\.bpf\.build"):
         objects.verify.__wrapped__(d)
 
 
@@ -72,10 +72,10 @@ def test_a_corrupted_object_is_refused(tmp_path: Path) -> None:
     data = bytearray(obj.read_bytes())
     data[-1] ^= 0xFF
     obj.write_bytes(bytes(data))
-    with pytest.raises(BpfError, match="connect.bpf.o does not match its manifest"):
+    with pytest.raises(BpfError, match=r"connect\.bpf\.o does not match its manifest"):
         objects.verify.__wrapped__(d)
     obj.unlink()
-    with pytest.raises(BpfError, match="connect.bpf.o is missing"):
+    with pytest.raises(BpfError, match=r"connect\.bpf\.o is missing"):
         objects.verify.__wrapped__(d)
 
 

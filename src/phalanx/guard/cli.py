@@ -43,6 +43,28 @@ def guard() -> None:
     """
 
 
+def _policy(policy_file: Path | None, opts: dict[str, Any]) -> policy_mod.Policy:
+    """The policy from the file and the flags; under `--http-proxy-policy deny` the proxies' own addresses are
+    denied too, so that `curl -x PROXY` cannot use them either."""
+    file = policy_mod.load_file(policy_file) if policy_file else None
+
+    def merged(extra_deny: list[str]) -> policy_mod.Policy:
+        return policy_mod.merge(
+            file,
+            [*opts["deny"], *extra_deny],
+            list(opts["allow"]),
+            audit=opts["audit"],
+            strict=opts["strict"],
+            upstreams=list(opts["upstream"]),
+            deny_ranges=list(opts["deny_ranges"]),
+            http_proxy=opts["http_proxy_policy"],
+        )
+
+    pol = merged([])
+    proxies = proxyenv.deny_entries(proxyenv.find(os.environ)) if pol.http_proxy == "deny" else []
+    return merged(proxies) if proxies else pol
+
+
 def _command_env(pol: policy_mod.Policy, run_as: privilege.RunAs | None) -> dict[str, str]:
     """The command's environment: the guard's, without proxies under `deny`, with the user's identity for --user."""
     env = proxyenv.environment(os.environ, pol.http_proxy)
@@ -92,17 +114,7 @@ def run_cmd(command: tuple[str, ...], policy_file: Path | None, events_path: Pat
     from phalanx.guard import runner  # the BPF and asyncio machinery is only needed here
 
     try:
-        file = policy_mod.load_file(policy_file) if policy_file else None
-        pol = policy_mod.merge(
-            file,
-            list(opts["deny"]),
-            list(opts["allow"]),
-            audit=opts["audit"],
-            strict=opts["strict"],
-            upstreams=list(opts["upstream"]),
-            deny_ranges=list(opts["deny_ranges"]),
-            http_proxy=opts["http_proxy_policy"],
-        )
+        pol = _policy(policy_file, opts)
         run_as = privilege.parse_user(opts["run_as"]) if opts["run_as"] else None
         privileges = privilege.Privileges(privilege.parse_caps(list(opts["keep_cap"])), run_as)
         env = _command_env(pol, run_as)

@@ -363,8 +363,7 @@ class _Run:
         teardown.callback(loop.remove_reader, listener)
 
     def _proxy_settings(self) -> None:
-        env = self.options.env if self.options.env is not None else dict(os.environ)
-        settings = proxyenv.find(env)
+        settings = proxyenv.find(os.environ)  # where the command's environment came from (before `deny` strips it)
         for e in proxyenv.events(settings, self.policy.http_proxy):
             self.sink.emit(e)
         if settings and self.policy.http_proxy == "warn":

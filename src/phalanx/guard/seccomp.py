@@ -4,8 +4,9 @@ process could use to leave or blind the guard. The guard answers each one (see s
 gone, those calls fail with ENOSYS, so the filter fails closed.
 
 Handed to the guard (SECCOMP_RET_USER_NOTIF):
-- socket() of any family but AF_UNIX, AF_INET, AF_INET6, AF_NETLINK and AF_ALG: AF_PACKET and AF_XDP send frames
-  below the IP layer, where no cgroup hook sees them (the cgroup sock_create hook runs for IP sockets only);
+- socket() of any family but AF_UNIX, AF_INET, AF_INET6, AF_NETLINK and AF_ALG, and (AF_INET, SOCK_PACKET): AF_PACKET
+  and AF_XDP send frames below the IP layer, where no cgroup hook sees them (the cgroup sock_create hook runs for
+  IP sockets only);
 - kill, tkill, tgkill, rt_(tg)sigqueueinfo and pidfd_open aimed at the guard, its reaper, their process group,
   or every process (-1); pidfd_send_signal (the guard resolves its target);
 - ptrace attach/seize, process_vm_readv/writev and pidfd_getfd (the guard refuses targets outside the run);
@@ -39,6 +40,8 @@ FAMILY_NAMES = {
     26: "AF_LLC", 29: "AF_CAN", 30: "AF_TIPC", 31: "AF_BLUETOOTH", 36: "AF_IEEE802154", 40: "AF_VSOCK",
     41: "AF_KCM", 42: "AF_QIPCRTR", 43: "AF_SMC", 44: "AF_XDP", 45: "AF_MCTP",
 }  # fmt: skip
+SOCK_TYPE_MASK = 0xF  # the rest of socket()'s type are flags (SOCK_CLOEXEC, SOCK_NONBLOCK)
+SOCK_PACKET = 10
 PTRACE_ATTACH = 16
 PTRACE_SEIZE = 0x4206
 CLONE_NEWNET = 0x40000000
@@ -177,9 +180,14 @@ def _abi(prog: _Program, arch: Arch, protected: tuple[int, ...]) -> None:
     p.stmt(_RET_K, RET_ALLOW)
     p.label(f"{n}_family")
     p.stmt(_LD_W_ABS, _arg(0))
+    p.jump(_JEQ_K, AF_INET, f"{n}_inet", 0)
     for family in ALLOWED_FAMILIES:
         p.jump(_JEQ_K, family, "allow", 0)
     p.stmt(_RET_K, RET_USER_NOTIF)
+    p.label(f"{n}_inet")  # (AF_INET, SOCK_PACKET) is an AF_PACKET socket by another name
+    p.stmt(_LD_W_ABS, _arg(1))
+    p.stmt(_AND_K, SOCK_TYPE_MASK)
+    p.jump(_JEQ_K, SOCK_PACKET, "notify", "allow")
     p.label(f"{n}_ptrace")
     p.stmt(_LD_W_ABS, _arg(0))
     p.jump(_JEQ_K, PTRACE_ATTACH, "notify", 0)

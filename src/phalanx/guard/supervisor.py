@@ -103,6 +103,8 @@ class Supervisor:
         call = self._names.get((n.arch, n.nr), f"syscall {n.nr}")
         low = [a & 0xFFFFFFFF for a in n.args]
         if call == "socket":
+            if low[0] == seccomp.AF_INET and low[1] & seccomp.SOCK_TYPE_MASK == seccomp.SOCK_PACKET:
+                return self._family(n, 17)  # the filter only hands these over: they are AF_PACKET sockets
             return self._family(n, low[0])
         if call == "socketcall":
             if low[0] != SYS_SOCKET:
