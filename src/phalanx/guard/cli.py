@@ -119,8 +119,9 @@ def run_cmd(command: tuple[str, ...], policy_file: Path | None, events_path: Pat
         privileges = privilege.Privileges(privilege.parse_caps(list(opts["keep_cap"])), run_as)
         env = _command_env(pol, run_as)
         out = events_path.open("w") if events_path else None
-    except OSError as exc:
-        _fail(PolicyError(f"{events_path}: cannot write the events file: {exc.strerror}"))
+    except (OSError, ValueError) as exc:  # ValueError: a NUL in the name
+        reason = exc.strerror if isinstance(exc, OSError) else str(exc)
+        _fail(PolicyError(f"--events: {str(events_path)!r}: cannot write the events file: {reason}"))
         return
     except GuardError as exc:
         _fail(exc)

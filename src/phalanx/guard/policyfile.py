@@ -4,6 +4,7 @@ and a file that is not UTF-8 text, not YAML or not a mapping is an error naming 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -14,13 +15,24 @@ from phalanx.guard.errors import PolicyError
 __all__ = ["FIELDS", "Located", "PolicyFile", "load", "quote"]
 
 MAX_BYTES = 16 << 20
+_SIMPLE_KEY = re.compile(r"^[A-Za-z0-9_.-]+$")
 FIELDS = ("mode", "strict", "allow_loopback", "deny", "allow", "deny_ranges", "upstreams", "http_proxy")
 
 
+def _escape(c: str) -> str:
+    if c in '"\\':
+        return "\\" + c
+    if c.isprintable():
+        return c
+    return {"\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(c) or (
+        f"\\x{ord(c):02x}" if ord(c) < 256 else f"\\u{ord(c):04x}"
+    )
+
+
 def quote(value: object) -> str:
-    """A value as Kubernetes' field errors show it."""
+    """A value as Kubernetes' field errors show it (quoted, with what cannot be printed escaped)."""
     if isinstance(value, str):
-        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        return '"' + "".join(map(_escape, value)) + '"'
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -124,6 +136,8 @@ def _text(path: Path) -> str:
             data = f.read(MAX_BYTES + 1)
     except OSError as exc:
         raise PolicyError(f"{path}: cannot read the policy file: {exc.strerror}") from exc
+    except ValueError as exc:  # a NUL in the name
+        raise PolicyError(f"{quote(str(path))}: cannot read the policy file: {exc}") from None
     if len(data) > MAX_BYTES:
         raise PolicyError(f"{path}: the policy file is larger than {MAX_BYTES >> 20} MiB")
     try:
@@ -173,7 +187,8 @@ def load(path: Path) -> PolicyFile:
     for key_node, value_node in root.value:
         key = r.scalar(key_node, "<key>")
         if not isinstance(key, str) or key not in FIELDS:
-            raise r.fail(key_node, str(key), f"Unsupported value: unknown field {quote(key)}: known fields: "
+            at = key if isinstance(key, str) and _SIMPLE_KEY.match(key) else "<root>"
+            raise r.fail(key_node, at, f"Unsupported value: unknown field {quote(key)}: known fields: "
                          f"{', '.join(FIELDS)}")  # fmt: skip
         if key in values:
             raise r.fail(key_node, key, f"Duplicate value: {quote(key)} is set twice")

@@ -84,15 +84,17 @@ def parse_user(text: str, flag: str = "--user") -> RunAs:
     """USER or UID, optionally :GROUP or :GID, resolved now (in the guard, not in the child)."""
     user, _, group = text.partition(":")
     try:
-        pw = pwd.getpwuid(int(user)) if user.isdigit() else pwd.getpwnam(user)
-    except (KeyError, OverflowError):
+        pw = pwd.getpwuid(int(user)) if user.isascii() and user.isdigit() else pwd.getpwnam(user)
+    except (KeyError, OverflowError, ValueError):  # ValueError: a NUL in the name
         raise PolicyError(f"{flag}: no such user {user!r}") from None
     gid = pw.pw_gid
     if group:
         try:
-            gid = int(group) if group.isdigit() else grp.getgrnam(group).gr_gid
-        except KeyError:
+            gid = int(group) if group.isascii() and group.isdigit() else grp.getgrnam(group).gr_gid
+        except (KeyError, OverflowError, ValueError):
             raise PolicyError(f"{flag}: no such group {group!r}") from None
+        if not 0 <= gid < 2**32 - 1:
+            raise PolicyError(f"{flag}: group id {gid} is out of range")
     groups = tuple(os.getgrouplist(pw.pw_name, gid))
     return RunAs(pw.pw_uid, gid, groups, pw.pw_name, pw.pw_dir)
 

@@ -79,8 +79,9 @@ def load_ranges(spec: str, where: str, base: Path | None = None) -> list[IPNetwo
         path = base / path
     try:
         data = path.read_bytes()
-    except OSError as exc:
-        raise PolicyError(f"{where}: cannot read the ranges file {str(path)!r}: {exc.strerror}") from None
+    except (OSError, ValueError) as exc:  # ValueError: a NUL in the name
+        reason = exc.strerror if isinstance(exc, OSError) else str(exc)
+        raise PolicyError(f"{where}: cannot read the ranges file {str(path)!r}: {reason}") from None
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
