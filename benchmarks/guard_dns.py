@@ -31,7 +31,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 NAMES = 200
@@ -102,11 +101,29 @@ def start_coredns(binary: str, tmp: Path, host: str, port: int, upstream: int) -
     return proc
 
 
-def dnsperf(server: str, port: int, qfile: Path, seconds: float, prefix: list[str]) -> float:
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of one process (not its children), from /proc/PID/stat."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def dnsperf(server: str, port: int, qfile: Path, seconds: float, prefix: list[str]) -> tuple[float, float]:
+    """(queries/s, CPU microseconds the guard process spent per query; nan unguarded). The guarded command waits
+    on stdin after dnsperf, so the guard's CPU time is read while it still exists: unlike the wall clock, it
+    hardly moves with what else the machine runs."""
     cmd = ["dnsperf", "-s", server, "-p", str(port), "-d", str(qfile), "-l", str(seconds), "-c", "4", "-q", "200"]
-    out = subprocess.run([*prefix, *cmd], capture_output=True, text=True, timeout=seconds + 60).stdout
+    script = ["sh", "-c", 'out=$("$@"); echo "$out" | tr "\\n" " "; echo; read _', "sh", *cmd]
+    proc = subprocess.Popen([*prefix, *script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdin is not None
+    out = proc.stdout.readline()
+    cpu = cpu_seconds(proc.pid) if prefix else float("nan")
+    proc.stdin.close()
+    proc.wait(timeout=seconds + 60)
     m = re.search(r"Queries per second:\s+([\d.]+)", out)
-    return float(m.group(1)) if m else float("nan")
+    done = re.search(r"Queries completed:\s+(\d+)", out)
+    qps = float(m.group(1)) if m else float("nan")
+    per_query = cpu / int(done.group(1)) * 1e6 if done and int(done.group(1)) else float("nan")
+    return qps, per_query
 
 
 def probe(server: str, port: int, qps: int, seconds: float, prefix: list[str]) -> dict[str, float]:
@@ -148,7 +165,10 @@ def run_probe(target: str, qps: int, seconds: float) -> None:
         except TimeoutError:
             lost += 1
     rtts.sort()
-    pct = lambda p: rtts[min(len(rtts) - 1, int(p / 100 * len(rtts)))] if rtts else float("nan")  # noqa: E731
+
+    def pct(p: float) -> float:
+        return rtts[min(len(rtts) - 1, int(p / 100 * len(rtts)))] if rtts else float("nan")
+
     print(json.dumps({"p50": pct(50), "p99": pct(99), "lost": lost, "n": n}))
 
 
@@ -184,41 +204,43 @@ def main() -> int:
         procs = [start_dnsmasq(tmp, "127.0.0.1", port, [f"--addn-hosts={hosts}", "--local=/test/",
                                                         "--cache-size=10000"], "upstream")]  # fmt: skip
         # mode -> (server, port, command prefix)
-        modes: dict[str, Callable[[], tuple[str, int, list[str]]]] = {
-            "direct": lambda: ("127.0.0.1", port, []),
-            "guard": lambda: (OTHER_DNS, 53, guard_prefix(sys.executable, port, tmp / "events.jsonl")),
+        modes: dict[str, tuple[str, int, list[str]]] = {
+            "direct": ("127.0.0.1", port, []),
+            "guard": (OTHER_DNS, 53, guard_prefix(sys.executable, port, tmp / "events.jsonl")),
         }
         if args.baseline_python:
-            modes["guard (baseline)"] = lambda: (OTHER_DNS, 53, guard_prefix(args.baseline_python, port,
-                                                                               tmp / "events-b.jsonl"))  # fmt: skip
+            modes["guard (baseline)"] = (OTHER_DNS, 53, guard_prefix(args.baseline_python, port, tmp / "b.jsonl"))
         try:
             if not args.no_resolvers:
                 fwd = free_port("127.0.0.2")
                 procs.append(start_dnsmasq(tmp, "127.0.0.2", fwd, [f"--server=127.0.0.1#{port}", "--cache-size=0",
                                                                    "--address=/github.com/"], "forwarder"))  # fmt: skip
-                modes["dnsmasq"] = lambda: ("127.0.0.2", fwd, [])
+                modes["dnsmasq"] = ("127.0.0.2", fwd, [])
                 if coredns is not None:
                     cd_port = free_port("127.0.0.3")
                     procs.append(start_coredns(coredns, tmp, "127.0.0.3", cd_port, port))
-                    modes["coredns"] = lambda: ("127.0.0.3", cd_port, [])
+                    modes["coredns"] = ("127.0.0.3", cd_port, [])
             qps: dict[str, list[float]] = {m: [] for m in modes}
+            cpu: dict[str, list[float]] = {m: [] for m in modes}
             lat: dict[str, list[dict[str, float]]] = {m: [] for m in modes}
             for r in range(args.rounds):
                 order = list(modes) if r % 2 == 0 else list(reversed(modes))  # no systematic order bias
                 for mode in order:
-                    server, p, prefix = modes[mode]()
-                    qps[mode].append(dnsperf(server, p, qfile, args.seconds, prefix))
+                    server, p, prefix = modes[mode]
+                    rate, per_query = dnsperf(server, p, qfile, args.seconds, prefix)
+                    qps[mode].append(rate)
+                    cpu[mode].append(per_query)
                     lat[mode].append(probe(server, p, args.qps, args.seconds, prefix))
         finally:
             for proc in procs:
                 proc.terminate()
                 proc.wait(timeout=10)
-    report(modes, qps, lat, args)
+    report(list(modes), qps, cpu, lat, args)
     return 0
 
 
-def report(modes: dict[str, object], qps: dict[str, list[float]], lat: dict[str, list[dict[str, float]]],
-           args: argparse.Namespace) -> None:  # fmt: skip
+def report(modes: list[str], qps: dict[str, list[float]], cpu: dict[str, list[float]],
+           lat: dict[str, list[dict[str, float]]], args: argparse.Namespace) -> None:  # fmt: skip
     med = {m: statistics.median(qps[m]) for m in modes}
     p50 = {m: statistics.median(x["p50"] for x in lat[m]) for m in modes}
     p99 = {m: statistics.median(x["p99"] for x in lat[m]) for m in modes}
@@ -231,6 +253,13 @@ def report(modes: dict[str, object], qps: dict[str, list[float]], lat: dict[str,
         rounds = " ".join(f"{x:.0f}" for x in qps[m])
         print(f"{m:18}{med[m]:>11.0f}{ratio:>12.2f}{p50[m]:>9.3f}{p99[m]:>9.3f}{lost[m]:>7.0f}   {rounds}")
     print(f"(latency: a paced client at {args.qps} q/s; 'guard/this' > 1 means the guard is faster)")
+    if "guard (baseline)" in modes:
+        pairs = [g / b for g, b in zip(qps["guard"], qps["guard (baseline)"], strict=True) if b]
+        print(f"guard / baseline queries/s, round by round: {' '.join(f'{x:.2f}' for x in pairs)}; "
+              f"median {statistics.median(pairs):.2f}")  # fmt: skip
+    for m in (m for m in modes if m.startswith("guard")):
+        print(f"{m} process CPU per query: median {statistics.median(cpu[m]):.1f} us "
+              f"(rounds: {' '.join(f'{x:.1f}' for x in cpu[m])})")  # fmt: skip
 
 
 if __name__ == "__main__":

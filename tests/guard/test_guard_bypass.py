@@ -543,3 +543,37 @@ def test_events_of_the_new_kinds_match_the_schema(nsnet: NsNet, tmp_path: Path) 
     assert {e["kind"] for e in r.events} >= {"device", "tamper", "socket", "proxy"}
     for e in r.events:
         jsonschema.validate(e, schema)
+
+
+def test_setns_into_the_hosts_mount_namespace(nsnet: NsNet, tmp_path: Path) -> None:
+    """With every capability kept, nsenter into the host's mount namespace (here: the test's own) would reach the
+    host's cgroup tree."""
+    root = cgroup.find_root()
+    host = f"/proc/{os.getpid()}/ns/mnt"
+    script = f"nsenter --mount={host} sh -c 'echo $$ > {root}/cgroup.procs'; echo nsenter=$?; " \
+             f"curl -sS -m 5 {nsnet.url(DENIED)}; echo curl=$?"  # fmt: skip
+    r = ns_guard(nsnet, tmp_path, script, "--deny", DENIED, "--keep-cap", "all")
+    assert "nsenter=0" not in r.stdout and "curl=7" in r.stdout and nsnet.hits(DENIED) == [], r.stdout + r.stderr
+    assert recorded(r, "tamper")[0]["name"] == "setns into a mnt namespace"
+
+
+def test_a_program_detached_from_outside_stops_the_run(net: Net, tmp_path: Path) -> None:
+    require_guard_support()
+    ready, events = tmp_path / "ready", tmp_path / "events.jsonl"
+    proc = subprocess.Popen(guarded(net, f"touch {ready}; sleep 30", events=events), stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not ready.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        (run_cg,) = [p for p in (cgroup.find_root() / cgroup.PARENT).iterdir() if p.name.startswith(f"{proc.pid}-")]
+        links = json.loads(subprocess.run(["bpftool", "-j", "link", "show"], capture_output=True, text=True,
+                                          timeout=30, check=True).stdout)  # fmt: skip
+        ours = [lk["id"] for lk in links if lk.get("cgroup_id") == run_cg.stat().st_ino]
+        assert len(ours) == 9, links
+        subprocess.run(["bpftool", "link", "detach", "id", str(ours[0])], check=True, timeout=30)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 75 and "detached" in err, err
+    assert [e["name"] for e in read_events(events) if e["kind"] == "tamper"] == [f"program link {ours[0]} detached"]

@@ -22,6 +22,7 @@ __all__ = ["Answer", "Supervisor"]
 IOCTL_RECV = 0xC0502100
 IOCTL_SEND = 0xC0182101
 IOCTL_ID_VALID = 0x40082102
+IOCTL_ID_VALID_OLD = 0x80082102  # before 5.17 the kernel knew it by this (wrong-direction) number only
 FLAG_CONTINUE = 1
 SYS_SOCKET = 1  # socketcall's number for socket()
 CLONE_NEWUTS = 0x04000000
@@ -83,11 +84,14 @@ class Supervisor:
             self.emit(answer.event)
 
     def _still_pending(self, nid: int) -> bool:
-        try:
-            fcntl.ioctl(self.fd, IOCTL_ID_VALID, struct.pack("=Q", nid))
-        except OSError:
-            return False
-        return True
+        for request in (IOCTL_ID_VALID, IOCTL_ID_VALID_OLD):
+            try:
+                fcntl.ioctl(self.fd, request, struct.pack("=Q", nid))
+                return True
+            except OSError as exc:
+                if exc.errno not in (errno.EINVAL, errno.ENOTTY):
+                    return False  # ENOENT: the call is gone
+        return False
 
     def _send(self, nid: int, allow: bool) -> None:
         resp = struct.pack("=QqiI", nid, 0, 0 if allow else -errno.EPERM, FLAG_CONTINUE if allow else 0)
