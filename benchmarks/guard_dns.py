@@ -108,15 +108,20 @@ def cpu_seconds(pid: int) -> float:
 
 
 def dnsperf(server: str, port: int, qfile: Path, seconds: float, prefix: list[str]) -> tuple[float, float]:
-    """(queries/s, CPU microseconds the guard process spent per query; nan unguarded). The guarded command waits
-    on stdin after dnsperf, so the guard's CPU time is read while it still exists: unlike the wall clock, it
-    hardly moves with what else the machine runs."""
+    """(queries/s, CPU microseconds the guard process spent per query during dnsperf; nan unguarded). The guarded
+    command says when it is about to start dnsperf and waits after it, so the guard's CPU time is read around
+    dnsperf alone (not the guard's start-up): unlike the wall clock, it hardly moves with what else the machine
+    runs."""
     cmd = ["dnsperf", "-s", server, "-p", str(port), "-d", str(qfile), "-l", str(seconds), "-c", "4", "-q", "200"]
-    script = ["sh", "-c", 'out=$("$@"); echo "$out" | tr "\\n" " "; echo; read _', "sh", *cmd]
+    script = ["sh", "-c", 'echo ready; read _; out=$("$@"); echo "$out" | tr "\\n" " "; echo; read _', "sh", *cmd]
     proc = subprocess.Popen([*prefix, *script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None and proc.stdin is not None
+    proc.stdout.readline()
+    before = cpu_seconds(proc.pid) if prefix else 0.0
+    proc.stdin.write("\n")
+    proc.stdin.flush()
     out = proc.stdout.readline()
-    cpu = cpu_seconds(proc.pid) if prefix else float("nan")
+    cpu = cpu_seconds(proc.pid) - before if prefix else float("nan")
     proc.stdin.close()
     proc.wait(timeout=seconds + 60)
     m = re.search(r"Queries per second:\s+([\d.]+)", out)

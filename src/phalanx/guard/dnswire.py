@@ -7,6 +7,7 @@ from __future__ import annotations
 import socket
 import struct
 from dataclasses import dataclass
+from typing import NamedTuple
 
 __all__ = [
     "RCODE_NXDOMAIN",
@@ -115,52 +116,69 @@ def read_name(data: bytes, off: int) -> str:
     raise WireError("name too long or a pointer loop")
 
 
-@dataclass(frozen=True)
-class Answer:
+class Answer(NamedTuple):
     addresses: list[tuple[str, int]]  # (address as text, ttl) of every A and AAAA record
     names: tuple[str, ...]  # other names in the answer: CNAME and DNAME targets, owners other than the question
 
 
-def answer(data: bytes, qname: str | None = None) -> Answer:
+_NAMED = (TYPE_CNAME, TYPE_DNAME)
+_SERVICE = (TYPE_SVCB, TYPE_HTTPS)
+
+
+def answer(data: bytes, qname: str | None = None, qend: int = 0) -> Answer:
     """The answer section's addresses and the other names it mentions (a CNAME chain, a DNAME, an SVCB/HTTPS
-    target). `qname` is the question's name when the caller knows it. Reading stops at the first malformed
-    record, keeping what was read."""
-    if len(data) < 12:
-        return Answer([], ())
+    target). `qname` and `qend` (the offset just past the question) are the question's when the caller knows
+    them. Reading stops at the first malformed record, keeping what was read. On the proxy's hot path: names are
+    only decoded when a record is not the usual "A/AAAA owned by the question's name" (owner pointer 0xc00c)."""
+    size = len(data)
+    if size < 12:
+        return _EMPTY
     _id, _flags, qdcount, ancount = _HEADER.unpack_from(data)[:4]
-    off = 12
     out: list[tuple[str, int]] = []
-    names: dict[str, None] = {}
+    names: dict[str, None] | None = None
     try:
-        for i in range(qdcount):
-            if i == 0 and qname is None:
-                qname = read_name(data, off)
-            off = _skip_name(data, off) + 4
+        if qend and qname is not None and qdcount == 1:
+            off = qend
+        else:
+            off = 12
+            for i in range(qdcount):
+                if i == 0 and qname is None:
+                    qname = read_name(data, off)
+                off = _skip_name(data, off) + 4
         for _ in range(ancount):
-            # The usual owner is a pointer to the question's name (0xc00c): no need to read it.
-            if data[off : off + 2] != b"\xc0\x0c":
+            if data[off] == 0xC0 and data[off + 1] == 0x0C:
+                off += 2
+            else:
                 owner = read_name(data, off)
                 if owner != qname:
+                    names = names or {}
                     names[owner] = None
-            off = _skip_name(data, off)
+                off = _skip_name(data, off)
             rtype, _cls, ttl, rdlen = _RR.unpack_from(data, off)
             off += 10
-            if off + rdlen > len(data):
+            if off + rdlen > size:
                 break  # truncated: keep what we read
             if rtype == TYPE_A and rdlen == 4:
                 out.append((socket.inet_ntop(socket.AF_INET, data[off : off + 4]), ttl))
             elif rtype == TYPE_AAAA and rdlen == 16:
                 out.append((socket.inet_ntop(socket.AF_INET6, data[off : off + 16]), ttl))
-            elif rtype in (TYPE_CNAME, TYPE_DNAME):
+            elif rtype in _NAMED:
+                names = names or {}
                 names[read_name(data, off)] = None
-            elif rtype in (TYPE_SVCB, TYPE_HTTPS) and rdlen > 3:
+            elif rtype in _SERVICE and rdlen > 3:
+                names = names or {}
                 names[read_name(data, off + 2)] = None  # after SvcPriority: the TargetName ('' for "here")
             off += rdlen
     except (struct.error, WireError, IndexError):
         pass  # keep what we read; a truncated answer still taught us those addresses
+    if names is None:
+        return Answer(out, ())
     names.pop(qname or "", None)
     names.pop("", None)
     return Answer(out, tuple(names))
+
+
+_EMPTY = Answer([], ())
 
 
 def answer_addresses(data: bytes) -> list[tuple[str, int]]:

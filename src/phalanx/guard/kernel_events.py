@@ -81,11 +81,6 @@ class Decoder:
 
     def event(self, raw: GuardEvent) -> Event:
         assert raw.hook != HOOK_CGROUP, "cgroup moves are judged by the watch, not reported as they come"
-        addr: IPAddress = (
-            ipaddress.IPv4Address(bytes(raw.addr[:4])) if raw.family == 4 else ipaddress.IPv6Address(bytes(raw.addr))
-        )
-        if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
-            addr = addr.ipv4_mapped
         verdict: Verdict = (
             "allow" if raw.verdict == VERDICT_ALLOW else "audit" if raw.verdict == VERDICT_AUDIT else "deny"
         )
@@ -104,36 +99,39 @@ class Decoder:
             if pid
             else ((), ())
         )
-        # Decision-time path from the kernel first; /proc only for events the kernel did not walk (packets).
-        exe = kernel_exe(raw) or (procinfo.exe(pid) if pid else "")
+        name: str | None
+        addresses: tuple[str, ...]
+        port: int | None
         if kind == "device":
-            return Event(
-                time=rfc3339(monotonic_to_unix(int(raw.ts_ns))),
-                verdict=verdict,
-                rule=self.rule_text(int(raw.rule)),
-                kind=kind,
-                name=f"/dev/net/tun (char {raw.dev_major}:{raw.dev_minor})",
-                addresses=(),
-                port=None,
-                protocol="",
-                pid=pid or None,
-                cmdline=argv,
-                parents=parents,
-                comm=comm,
-                exe=exe,
-            )
+            name, addresses, port, protocol = f"/dev/net/tun (char {raw.dev_major}:{raw.dev_minor})", (), None, ""
+        else:
+            addr = _address(raw)
+            name, addresses = self.names.get(addr), (addr,)
+            port = int.from_bytes(int(raw.port).to_bytes(2, "little"), "big") or None
+            protocol = PROTOCOLS.get(raw.protocol, str(raw.protocol))
         return Event(
             time=rfc3339(monotonic_to_unix(int(raw.ts_ns))),
             verdict=verdict,
             rule=self.rule_text(int(raw.rule)),
             kind=kind,
-            name=self.names.get(str(addr)),
-            addresses=(str(addr),),
-            port=int.from_bytes(int(raw.port).to_bytes(2, "little"), "big") or None,
-            protocol=PROTOCOLS.get(raw.protocol, str(raw.protocol)),
+            name=name,
+            addresses=addresses,
+            port=port,
+            protocol=protocol,
             pid=pid or None,
             cmdline=argv,
             parents=parents,
             comm=comm,
-            exe=exe,
+            # Decision-time path from the kernel first; /proc only for events the kernel did not walk (packets).
+            exe=kernel_exe(raw) or (procinfo.exe(pid) if pid else ""),
         )
+
+
+def _address(raw: GuardEvent) -> str:
+    """The event's address as text (IPv4-mapped IPv6 shown as IPv4)."""
+    addr: IPAddress = (
+        ipaddress.IPv4Address(bytes(raw.addr[:4])) if raw.family == 4 else ipaddress.IPv6Address(bytes(raw.addr))
+    )
+    if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
+        addr = addr.ipv4_mapped
+    return str(addr)

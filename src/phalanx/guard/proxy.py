@@ -10,6 +10,7 @@ import contextlib
 import errno
 import os
 import socket
+import struct
 import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ UPSTREAM_TIMEOUT_S = 2.0
 TCP_IDLE_S = 10.0
 BIND_ATTEMPTS = 50
 _NO_ANSWER = dnswire.Answer([], ())
+_IDS = struct.Struct("!2048H")
 
 
 @dataclass(frozen=True)
@@ -111,8 +113,7 @@ class DnsProxy:
         self.queries = 0
         self._crash_after = crash_after
         self._pending: dict[int, _Pending] = {}
-        self._id_pool = b""
-        self._id_pos = 0
+        self._id_pool: list[int] = []
         self._decisions: dict[str, Decision] = {}
         self._up: list[asyncio.DatagramTransport] = []
         self._listeners: list[asyncio.BaseTransport] = []
@@ -224,11 +225,9 @@ class DnsProxy:
 
     def _random_id(self) -> int:
         """An unpredictable upstream query id (from a batch of os.urandom, so it costs no system call per query)."""
-        if self._id_pos >= len(self._id_pool):
-            self._id_pool, self._id_pos = os.urandom(4096), 0
-        qid = int.from_bytes(self._id_pool[self._id_pos : self._id_pos + 2], "big")
-        self._id_pos += 2
-        return qid
+        if not self._id_pool:
+            self._id_pool = list(_IDS.unpack(os.urandom(_IDS.size)))
+        return self._id_pool.pop()
 
     def _forward_udp(self, p: _Pending) -> None:
         if len(self._pending) >= 0xF000:
@@ -284,7 +283,7 @@ class DnsProxy:
         if p.quiet:
             p.reply(upstream_reply or dnswire.error_reply(p.query, p.q, dnswire.RCODE_SERVFAIL))
             return
-        ans = dnswire.answer(upstream_reply, p.q.name) if upstream_reply else _NO_ANSWER
+        ans = dnswire.answer(upstream_reply, p.q.name, p.q.end) if upstream_reply else _NO_ANSWER
         # The whole chain is judged: an allowed name that is a CNAME (or DNAME) of a denied one is denied, its
         # addresses join the deny set, and nothing of it is learned as allowed.
         decision = self.policy.decide_chain(p.decision, ans.names) if ans.names else p.decision
