@@ -51,6 +51,7 @@ MAX_LEARNED_PER_ANSWER = 64  # a name with thousands of addresses (object stores
 WHO_CACHE_S = 0.5  # how long a process snapshot is reused for further queries from the same pid and comm
 FAULT_ENV = "PHALANX_GUARD_FAULT"  # test-only fault injection: "proxy-crash-after=N"
 LISTENER_WAIT_S = 10.0
+DFL_HIERARCHY = 0  # cgroup v2's hierarchy id; the tracepoint also reports v1 moves, which BPF ignores
 UNREPORTED = {
     COUNT_LOST_DENIED: "lost denials",
     COUNT_LOST_ALLOWED: "lost allowed connects",
@@ -216,15 +217,13 @@ class _Run:
             raw = GuardEvent.from_buffer_copy(ctypes.string_at(data, min(size, ctypes.sizeof(GuardEvent))))
             if raw.hook == HOOK_CGROUP:
                 move = cgroup_move(raw)
-                if move.dst_root == self._dfl_root:
+                if move.dst_root == DFL_HIERARCHY:
                     self.integrity.on_move(move)
             else:
                 self.sink.emit(self.decoder.event(raw))
         except Exception as exc:  # an exception must not unwind through libbpf's C frames
             print(f"phalanx guard: dropped a kernel event: {exc!r}", file=sys.stderr)
         return 0
-
-    _dfl_root = 0  # the hierarchy id of cgroup v2 (the tracepoint also reports moves in v1 hierarchies)
 
     def drain(self) -> None:
         if self.rb:
