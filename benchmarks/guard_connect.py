@@ -5,7 +5,9 @@
 - Server and client are pinned to different CPUs, and the two modes alternate in order, round by round.
 - bulk throughput: curl downloads 512 MiB over HTTP from a loopback server (sendfile), -w %{speed_download}; the
   egress program sees every packet the client sends.
-The guarded runs carry a realistic policy (denied names and CIDRs) and write events. Loopback only; run as root:
+The guarded runs carry a realistic policy (denied names and CIDRs) and write events. --baseline-python PYTHON adds
+the guard of another installation (e.g. the last release's venv), interleaved round by round, for before/after
+comparisons on a noisy machine. Loopback only; run as root:
 python benchmarks/guard_connect.py [--connects 3000] [--rounds 21]. Prints a table; never fails on numbers.
 """
 
@@ -64,16 +66,26 @@ def listener() -> socket.socket:
     return s
 
 
-def bpf_costs() -> dict[str, tuple[int, int]]:
-    """(total run ns, runs) of each program attached to this process's cgroup (needs kernel.bpf_stats_enabled)."""
-    rel = Path("/proc/self/cgroup").read_text().split("0::", 1)[1].strip()
+def run_cgroup_of(guard_pid: int) -> str | None:
+    """The cgroup of the run a guard (by its pid) started: read from outside, where the whole tree is visible."""
     mounts = [line.split()[1] for line in Path("/proc/mounts").read_text().splitlines() if line.split()[2] == "cgroup2"]
-    path = min(mounts, key=len) + rel
-    show = subprocess.run(["bpftool", "-j", "cgroup", "show", path], capture_output=True, text=True, timeout=30)
+    parent = Path(min(mounts, key=len)) / "phalanx-guard"
+    found = [p for p in parent.glob(f"{guard_pid}-*") if p.is_dir()] if parent.is_dir() else []
+    return str(found[0]) if found else None
+
+
+def bpf_costs(path: str | None) -> dict[str, tuple[int, int]]:
+    """(total run ns, runs) of each program attached to a cgroup (needs kernel.bpf_stats_enabled). Measured from
+    outside the run: inside it, bpf() is refused."""
     costs: dict[str, tuple[int, int]] = {}
+    if path is None:
+        return costs
+    show = subprocess.run(["bpftool", "-j", "cgroup", "show", path], capture_output=True, text=True, timeout=30)
     try:
         attached = json.loads(show.stdout)
-    except json.JSONDecodeError:  # nothing attached (the unguarded run)
+    except json.JSONDecodeError:  # nothing attached
+        return costs
+    if not isinstance(attached, list):  # {"error": ...}: the run is already gone
         return costs
     for prog in attached:
         info = subprocess.run(
@@ -85,23 +97,38 @@ def bpf_costs() -> dict[str, tuple[int, int]]:
     return costs
 
 
+def measured(cmd: list[str], guarded: bool) -> tuple[dict[str, Any], dict[str, tuple[int, int]]]:
+    """Run a client (guarded or not); it prints its result and waits on stdin, so that the programs' costs are
+    read while its run still exists."""
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdin is not None
+    line = proc.stdout.readline()
+    costs = bpf_costs(run_cgroup_of(proc.pid)) if guarded else {}
+    proc.stdin.close()
+    proc.wait(timeout=300)
+    return json.loads(line), costs
+
+
+def _wait_for_stdin() -> None:
+    sys.stdout.flush()
+    sys.stdin.read()
+
+
 def run_curl(url: str) -> None:
-    """Download with curl; print its speed and the egress program's total run time during it, as JSON."""
+    """Download with curl; print its speed and how long it took, as JSON."""
     import time
 
     pin(CLIENT_CPU)
-    before = bpf_costs().get("guard_egress", (0, 0))
     t0 = time.perf_counter()
     out = subprocess.run(
         ["curl", "-s", "-o", "/dev/null", "-w", "%{speed_download}", url], capture_output=True, text=True, timeout=300
     ).stdout
-    elapsed = time.perf_counter() - t0
-    after = bpf_costs().get("guard_egress", (0, 0))
-    print(json.dumps({"speed": float(out or "nan"), "egress_share": (after[0] - before[0]) / 1e9 / elapsed}))
+    print(json.dumps({"speed": float(out or "nan"), "elapsed": time.perf_counter() - t0}))
+    _wait_for_stdin()
 
 
 def run_probe(port: int, n: int) -> None:
-    """Time n connect() calls; print p50 and mean in microseconds (and, when guarded, the programs' cost) as JSON."""
+    """Time n connect() calls; print p50, mean and p99 in microseconds as JSON."""
     import time
 
     pin(CLIENT_CPU)
@@ -113,14 +140,15 @@ def run_probe(port: int, n: int) -> None:
         times.append((time.perf_counter_ns() - t0) / 1000)
         s.close()
     times.sort()
-    result = {"p50": times[len(times) // 2], "mean": statistics.fmean(times), "p99": times[int(n * 0.99)]}
-    print(json.dumps({**result, "bpf_ns": bpf_costs()}))
+    print(json.dumps({"p50": times[len(times) // 2], "mean": statistics.fmean(times), "p99": times[int(n * 0.99)]}))
+    _wait_for_stdin()
 
 
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--connects", type=int, default=3000)
     ap.add_argument("--rounds", type=int, default=21)
+    ap.add_argument("--baseline-python", help="also measure the guard of this Python's phalanx, interleaved")
     ap.add_argument("--probe", type=int)
     ap.add_argument("--curl")
     args = ap.parse_args()
@@ -143,8 +171,7 @@ def main() -> int:
         threading.Thread(target=serve_http, args=(h_sock, payload), daemon=True).start()
         c_port, h_port = c_sock.getsockname()[1], h_sock.getsockname()[1]
         events = Path(d) / "events.jsonl"
-        guard = [
-            sys.executable,
+        guard_args = [
             "-m",
             "phalanx",
             "guard",
@@ -161,25 +188,26 @@ def main() -> int:
             str(events),
             "--",
         ]
+        modes: dict[str, list[str]] = {"direct": [], "guarded": [sys.executable, *guard_args]}
+        if args.baseline_python:
+            modes["baseline"] = [args.baseline_python, *guard_args]
         probe = [sys.executable, __file__, "--probe", str(c_port), "--connects", str(args.connects)]
         curl = [sys.executable, __file__, "--curl", f"http://127.0.0.1:{h_port}/"]
-        res: dict[str, list[dict[str, Any]]] = {"direct": [], "guarded": []}
+        res: dict[str, list[dict[str, Any]]] = {m: [] for m in modes}
         stats = Path("/proc/sys/kernel/bpf_stats_enabled")
         stats_before = stats.read_text().strip()
         stats.write_text("1")  # per-program run time, for the kernel-side cost below; restored at the end
-        tput: dict[str, list[float]] = {"direct": [], "guarded": []}
-        shares: list[float] = []
+        tput: dict[str, list[float]] = {m: [] for m in modes}
+        shares: dict[str, list[float]] = {m: [] for m in modes}
         try:
             for i in range(args.rounds):
-                order = [("direct", []), ("guarded", guard)]
+                order = list(modes.items())
                 for mode, prefix in order if i % 2 == 0 else reversed(order):  # no systematic order bias
-                    out = subprocess.run([*prefix, *probe], capture_output=True, text=True, timeout=300).stdout
-                    res[mode].append(json.loads(out.strip().splitlines()[-1]))
-                    out = subprocess.run([*prefix, *curl], capture_output=True, text=True, timeout=300).stdout
-                    dl = json.loads(out.strip().splitlines()[-1])
+                    result, costs = measured([*prefix, *probe], bool(prefix))
+                    res[mode].append({**result, "bpf_ns": costs})
+                    dl, costs = measured([*prefix, *curl], bool(prefix))
                     tput[mode].append(dl["speed"])
-                    if mode == "guarded":
-                        shares.append(dl["egress_share"])
+                    shares[mode].append(costs.get("guard_egress", (0, 1))[0] / 1e9 / dl["elapsed"])
         finally:
             c_sock.close()
             h_sock.close()
@@ -187,21 +215,29 @@ def main() -> int:
     med = {m: {k: statistics.median(r[k] for r in res[m]) for k in ("p50", "mean", "p99")} for m in res}
     bw = {m: statistics.median(tput[m]) for m in tput}
     print(f"connect() and bulk transfer, guarded vs unguarded ({args.rounds} rounds, medians, {os.cpu_count()} CPUs)")
-    print(f"{'':26}{'direct':>12}{'guarded':>12}{'added':>12}")
+    guarded = [m for m in modes if m != "direct"]
+    print(f"{'':26}{'direct':>12}" + "".join(f"{m:>12}{'added':>9}" for m in guarded))
     for k in ("p50", "mean", "p99"):
+        row = f"{'connect() ' + k + ' us':26}{med['direct'][k]:>12.1f}"
+        row += "".join(f"{med[m][k]:>12.1f}{med[m][k] - med['direct'][k]:>9.1f}" for m in guarded)
+        print(row)
+    for m in guarded:
+        per_run: dict[str, list[float]] = {}
+        for r in res[m]:
+            for name, (total, runs) in r["bpf_ns"].items():
+                per_run.setdefault(name, []).append(total / runs)
+        for name in sorted(per_run):
+            print(f"{'  ' + m + ' ' + name + ' ns/run':44}{statistics.median(per_run[name]):>8.0f}")
+    row = f"{'HTTP download MB/s':26}{bw['direct'] / 1e6:>12.0f}"
+    row += "".join(f"{bw[m] / 1e6:>12.0f}{(bw[m] / bw['direct'] - 1) * 100:>8.1f}%" for m in guarded)
+    print(row)
+    for m in guarded:
+        print(f"{'  ' + m + ' egress program CPU share of the transfer':52}{statistics.median(shares[m]) * 100:>7.2f}%")
+    if "baseline" in modes:
         print(
-            f"{'connect() ' + k + ' us':26}{med['direct'][k]:>12.1f}{med['guarded'][k]:>12.1f}"
-            f"{med['guarded'][k] - med['direct'][k]:>12.1f}"
+            f"guarded/baseline: connect p50 added {med['guarded']['p50'] - med['direct']['p50']:.1f} us vs "
+            f"{med['baseline']['p50'] - med['direct']['p50']:.1f} us; download {bw['guarded'] / bw['baseline']:.3f}x"
         )
-    costs: dict[str, list[float]] = {}
-    for r in res["guarded"]:
-        for name, (total, runs) in r["bpf_ns"].items():
-            costs.setdefault(name, []).append(total / runs)
-    for name in sorted(costs):
-        print(f"{'  ' + name + ' ns/run':26}{'':>12}{statistics.median(costs[name]):>12.0f}")
-    loss = (1 - bw["guarded"] / bw["direct"]) * 100
-    print(f"{'HTTP download MB/s':26}{bw['direct'] / 1e6:>12.0f}{bw['guarded'] / 1e6:>12.0f}{-loss:>11.1f}%")
-    print(f"{'  egress program CPU share of the transfer':44}{statistics.median(shares) * 100:>11.2f}%")
     return 0
 
 

@@ -4,13 +4,14 @@ daemonised children too; strict mode admits only addresses learned from allowed 
 
 from __future__ import annotations
 
+import re
 import socket
 import subprocess
 import time
 import urllib.request
 from pathlib import Path
 
-from conftest import DENIED_IP, HARDCODED_IP, Net, confined, denied, guard_args
+from conftest import DENIED_IP, HARDCODED_IP, Net, denied, guarded
 
 
 def _py(code: str) -> str:
@@ -106,11 +107,7 @@ def test_processes_outside_the_cgroup_are_unaffected(net: Net, tmp_path: Path) -
 
     require_guard_support()
     started = tmp_path / "started"
-    cmd = [
-        *guard_args(net, "--deny", "denied.test", "--deny", DENIED_IP),
-        "--",
-        *confined(net.resolv, f"touch {started}; sleep 3"),
-    ]
+    cmd = guarded(net, f"touch {started}; sleep 3", "--deny", "denied.test", "--deny", DENIED_IP)
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 20
@@ -126,13 +123,14 @@ def test_processes_outside_the_cgroup_are_unaffected(net: Net, tmp_path: Path) -
 
 
 def test_raw_socket_packets_are_dropped_by_the_egress_program(guard, net: Net) -> None:
-    """A raw socket passes no connect or sendmsg hook: the cgroup_skb program is what stops it."""
+    """A raw socket passes no connect or sendmsg hook: the cgroup_skb program is what stops it. (By default the
+    command has no CAP_NET_RAW at all; it is kept here to test the program behind that.)"""
     code = (
         "import socket;s=socket.socket(socket.AF_INET,socket.SOCK_RAW,socket.IPPROTO_UDP)\\n"
         f"try: s.sendto(bytes(8),('{DENIED_IP}',0)); print('sent')\\n"
         "except PermissionError: print('EPERM')"
     )
-    r = guard(f'printf "{code}" | python3', "--deny", DENIED_IP)
+    r = guard(f'printf "{code}" | python3', "--deny", DENIED_IP, "--keep-cap", "net_raw")
     assert "EPERM" in r.stdout, r.stdout + r.stderr
     ev = denied(r.events, "packet")
     assert ev and ev[0]["addresses"] == [DENIED_IP] and ev[0]["rule"] == f"deny cidr {DENIED_IP}/32"
@@ -149,5 +147,7 @@ def test_every_denial_is_recorded_or_counted_as_lost(guard, net: Net) -> None:
     )
     r = guard(f'printf "{code}" | python3', "--deny", DENIED_IP)
     assert "done" in r.stdout, r.stderr
-    lost = [int(w.split()[1]) for w in r.stderr.splitlines() if "kernel events were lost" in w]
-    assert len(denied(r.events, "connect")) + sum(lost) == n
+    unreported = {what: int(k) for k, what in re.findall(r"not reported: (\d+) (\w+ \w+)", r.stderr)}
+    reported = len(denied(r.events, "connect"))
+    assert reported >= 1  # the first is always reported: repeats of it are counted, not sent
+    assert reported + unreported.get("repeated denials", 0) + unreported.get("lost denials", 0) == n, r.stderr

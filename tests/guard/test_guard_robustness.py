@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import DENIED_IP, OTHER_DNS, Net, confined, denied, guard_args, require_guard_support
+from conftest import DENIED_IP, OTHER_DNS, Net, denied, guard_args, guarded, require_guard_support
 
 from phalanx.guard import cgroup
 
@@ -83,7 +83,7 @@ def test_sigkilled_guard_leaves_nothing_and_next_start_is_clean(net: Net, tmp_pa
     require_guard_support()
     ready = tmp_path / "ready"
     proc = subprocess.Popen(
-        [*guard_args(net, "--quiet"), "--", *confined(net.resolv, f"touch {ready}; exec sleep 30")],
+        guarded(net, f"touch {ready}; exec sleep 30", "--quiet"),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -92,10 +92,10 @@ def test_sigkilled_guard_leaves_nothing_and_next_start_is_clean(net: Net, tmp_pa
         ours = [p for p in _run_cgroups() if p.name.startswith(f"{proc.pid}-")]
         assert len(ours) == 1
         run_cg = cgroup.RunCgroup(ours[0])
-        guarded = run_cg.pids()
-        assert guarded and proc.pid not in guarded  # the guard (and its proxy) stay outside the guarded cgroup
+        inside = run_cg.pids()
+        assert inside and proc.pid not in inside  # the guard (and its proxy) stay outside the guarded cgroup
         prog_ids = _attached_prog_ids(run_cg.path)
-        assert len(prog_ids) == 8  # connect4/6, sendmsg4/6, recvmsg4/6, egress, sock_create
+        assert len(prog_ids) == 9  # connect4/6, sendmsg4/6, recvmsg4/6, egress, sock_create, device
     finally:
         proc.kill()
         proc.wait(timeout=10)
@@ -103,7 +103,7 @@ def test_sigkilled_guard_leaves_nothing_and_next_start_is_clean(net: Net, tmp_pa
     while (run_cg.path.exists() or any(map(_prog_exists, prog_ids))) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not run_cg.path.exists(), "the reaper should remove the cgroup of a killed guard"
-    for pid in guarded:
+    for pid in inside:
         assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2]
     assert not any(map(_prog_exists, prog_ids)), "no program of the killed guard may stay loaded"
     # A stale cgroup left by some other crash is swept by the next start.
@@ -120,13 +120,13 @@ def test_two_guards_in_parallel_do_not_interfere(net: Net, tmp_path: Path) -> No
     script = f"while [ ! -e {go} ]; do sleep 0.02; done; curl -sS -m 5 {net.url('denied.test')}; echo curl=$?"
     strict_events = tmp_path / "a.jsonl"
     a = subprocess.Popen(
-        [*guard_args(net, "--deny", "denied.test", events=strict_events), "--", *confined(net.resolv, script)],
+        guarded(net, script, "--deny", "denied.test", events=strict_events),
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
     )
     b = subprocess.Popen(
-        [*guard_args(net, "--deny", "other.test"), "--", *confined(net.resolv, script)],
+        guarded(net, script, "--deny", "other.test"),
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,

@@ -69,11 +69,11 @@ def test_policy_file_and_validate_policy(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("deny: github.com\n")
     r = CliRunner().invoke(cli, ["guard", "validate-policy", str(bad)])
-    assert r.exit_code == 2 and "$.deny" in r.output
+    assert r.exit_code == 2 and f"{bad}:1: deny: Invalid value: a string: must be a list of strings" in r.output
     typo = tmp_path / "typo.yaml"
     typo.write_text("denny: [github.com]\n")
     r = CliRunner().invoke(cli, ["guard", "validate-policy", str(typo)])
-    assert r.exit_code == 2 and "denny" in r.output
+    assert r.exit_code == 2 and f'{typo}:1: denny: Unsupported value: unknown field "denny"' in r.output
 
 
 def test_example_policy_is_valid() -> None:
@@ -81,9 +81,10 @@ def test_example_policy_is_valid() -> None:
     assert r.exit_code == 0, r.output
 
 
-def test_flags_add_to_the_file() -> None:
-    pf = policy.PolicyFile(deny=["github.com"], upstreams=["10.0.0.1"])
-    p = policy.merge(pf, ["gitlab.com"], [], audit=True, strict=False, upstreams=[])
+def test_flags_add_to_the_file(tmp_path: Path) -> None:
+    f = tmp_path / "p.yaml"
+    f.write_text("deny: [github.com]\nupstreams: [10.0.0.1]\n")
+    p = policy.merge(policy.load_file(f), ["gitlab.com"], [], audit=True, strict=False, upstreams=[])
     assert [r.pattern for r in p.deny_names] == ["github.com", "gitlab.com"]
     assert p.mode == "audit" and p.upstreams == ("10.0.0.1",)
 
@@ -272,28 +273,6 @@ def test_example_events_match_the_schema() -> None:
     schema = json.loads((ROOT / "docs/guard-events.schema.json").read_text())
     for e in EVENTS:
         jsonschema.validate(e, schema)
-
-
-@pytest.mark.skipif(shutil.which("clang") is None, reason="needs clang")
-def test_objects_compile_on_first_use_into_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from phalanx.guard import objects
-
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    monkeypatch.setattr(objects, "_installed_is_current", lambda _obj: False)
-    path = objects.object_path("egress")
-    assert path.is_relative_to(tmp_path) and path.read_bytes()[:4] == b"\x7fELF"
-    assert objects.object_path("egress") == path  # cached: not compiled again
-
-
-def test_missing_clang_is_a_clear_not_supported_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from phalanx.guard import objects
-    from phalanx.guard.errors import NotSupportedError
-
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    monkeypatch.setenv("PATH", str(tmp_path))
-    monkeypatch.setattr(objects, "_installed_is_current", lambda _obj: False)
-    with pytest.raises(NotSupportedError, match="clang is not installed"):
-        objects.object_path("connect")
 
 
 def test_environment_warnings(tmp_path: Path) -> None:

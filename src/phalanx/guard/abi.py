@@ -6,10 +6,21 @@ import ctypes
 
 __all__ = [
     "ARGS_LEN",
+    "COUNT_HELD_ALLOWED",
+    "COUNT_LOST_ALLOWED",
+    "COUNT_LOST_DENIED",
+    "COUNT_MAX",
+    "COUNT_REPEAT_DENIED",
+    "EXE_PARTS",
+    "EXE_PART_LEN",
     "FIRST_POLICY_RULE",
+    "HOOK_CGROUP",
     "HOOK_CONNECT",
+    "HOOK_DEVICE",
     "HOOK_EGRESS",
     "HOOK_SENDMSG",
+    "RULE_CGROUP",
+    "RULE_DEVICE",
     "RULE_LEARNED",
     "RULE_LOOPBACK",
     "RULE_NONE",
@@ -28,6 +39,8 @@ __all__ = [
 ]
 
 ARGS_LEN = 256
+EXE_PARTS = 8
+EXE_PART_LEN = 32
 
 VERDICT_ALLOW = 0
 VERDICT_DENY = 1
@@ -36,12 +49,22 @@ VERDICT_AUDIT = 2
 HOOK_CONNECT = 1
 HOOK_SENDMSG = 2
 HOOK_EGRESS = 3
+HOOK_DEVICE = 4
+HOOK_CGROUP = 5
 
 RULE_NONE = 0
 RULE_LOOPBACK = 1
 RULE_STRICT = 2
 RULE_LEARNED = 3
+RULE_DEVICE = 4
+RULE_CGROUP = 5
 FIRST_POLICY_RULE = 16
+
+COUNT_LOST_DENIED = 0
+COUNT_LOST_ALLOWED = 1
+COUNT_HELD_ALLOWED = 2
+COUNT_REPEAT_DENIED = 3
+COUNT_MAX = 4
 
 
 class GuardConfig(ctypes.Structure):
@@ -54,6 +77,12 @@ class GuardConfig(ctypes.Structure):
         ("report_allowed", ctypes.c_uint8),
         ("proxy_v6", ctypes.c_uint8),
         ("pad", ctypes.c_uint8),
+        ("tp_pid_off", ctypes.c_uint16),
+        ("tp_dst_id_off", ctypes.c_uint16),
+        ("tp_dst_level_off", ctypes.c_uint16),
+        ("tp_dst_path_off", ctypes.c_uint16),
+        ("tp_dst_root_off", ctypes.c_uint16),
+        ("pad2", ctypes.c_uint16 * 3),
     )
 
 
@@ -98,9 +127,13 @@ class GuardEvent(ctypes.Structure):
         ("protocol", ctypes.c_uint8),
         ("verdict", ctypes.c_uint8),
         ("hook", ctypes.c_uint8),
-        ("pad", ctypes.c_uint8 * 6),
+        ("dev_major", ctypes.c_uint16),
+        ("dev_minor", ctypes.c_uint16),
+        ("exe_parts", ctypes.c_uint8),
+        ("pad", ctypes.c_uint8 * 5),
         ("addr", ctypes.c_uint8 * 16),
         ("comm", ctypes.c_char * 16),
         ("parent_comm", ctypes.c_char * 16),
         ("args", ctypes.c_uint8 * ARGS_LEN),  # bytes, NUL separated: c_char would stop at the first NUL
+        ("exe", (ctypes.c_char * EXE_PART_LEN) * EXE_PARTS),
     )

@@ -6,6 +6,8 @@
     ├── CgroupError          (72)   creating or entering the run's cgroup failed (removal failures only warn)
     ├── BpfError             (73)   loading or attaching the eBPF programs, or a map update, failed
     ├── ProxyError           (74)   the DNS proxy could not start or died: the run was killed (fail closed)
+    ├── TamperError          (75)   the guard's integrity was attacked (its reaper died, a program was detached,
+    │                               a process was moved out of the run's cgroup): the run was killed
     └── CommandStartError (126/127) the guarded command could not be started (not executable / not found)
 
 Anything else escaping the guard is a bug and exits 70. Code branches on these types, never on message text.
@@ -21,6 +23,7 @@ __all__ = [
     "EXIT_NOT_FOUND",
     "EXIT_NOT_SUPPORTED",
     "EXIT_PROXY",
+    "EXIT_TAMPER",
     "EXIT_USAGE",
     "BpfError",
     "CgroupError",
@@ -29,6 +32,7 @@ __all__ = [
     "NotSupportedError",
     "PolicyError",
     "ProxyError",
+    "TamperError",
 ]
 
 EXIT_USAGE = 2
@@ -37,6 +41,7 @@ EXIT_NOT_SUPPORTED = 71
 EXIT_CGROUP = 72
 EXIT_BPF = 73
 EXIT_PROXY = 74
+EXIT_TAMPER = 75
 EXIT_NOT_EXECUTABLE = 126
 EXIT_NOT_FOUND = 127
 
@@ -67,6 +72,10 @@ class BpfError(GuardError):
 
 class ProxyError(GuardError):
     exit_code = EXIT_PROXY
+
+
+class TamperError(GuardError):
+    exit_code = EXIT_TAMPER
 
 
 class CommandStartError(GuardError):

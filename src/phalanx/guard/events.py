@@ -18,8 +18,10 @@ __all__ = ["PROTOCOLS", "Event", "EventSink", "Kind", "Verdict", "now", "rfc3339
 
 _encode = msgspec.json.Encoder().encode  # several times faster than json.dumps, on the proxy's hot path
 
+__all__ = ["PROTOCOLS", "Event", "EventSink", "Kind", "Verdict", "rfc3339"]
+
 Verdict = Literal["allow", "deny", "audit"]
-Kind = Literal["dns", "connect", "sendmsg", "packet"]
+Kind = Literal["dns", "connect", "sendmsg", "packet", "socket", "device", "tamper", "proxy"]
 PROTOCOLS = {6: "tcp", 17: "udp", 1: "icmp", 58: "icmpv6"}
 
 
@@ -40,6 +42,8 @@ class Event(msgspec.Struct, frozen=True):
     parents: tuple[ProcessRef, ...] = ()
     comm: str = ""
     qtype: str | None = None
+    exe: str = ""  # the executable (argv and comm are the process's to choose; this is not)
+    cnames: tuple[str, ...] = ()  # DNS: the other names of the answer (CNAME/DNAME chain), all judged
 
     def to_json(self) -> dict[str, object]:
         out: dict[str, object] = msgspec.to_builtins(self)
@@ -47,7 +51,7 @@ class Event(msgspec.Struct, frozen=True):
 
     def target(self) -> str:
         what = self.name or ",".join(self.addresses) or "?"
-        return f"{what}:{self.port}" if self.port and self.kind != "dns" else what
+        return f"{what}:{self.port}" if self.port and self.kind in ("connect", "sendmsg", "packet") else what
 
     def chain(self) -> str:
         """`deploy.sh -> install-tools.sh -> curl https://github.com/...` (the guarded command first)."""
@@ -89,7 +93,7 @@ class EventSink:
     quiet: bool = False
     counts: Counter[tuple[str, str, str]] = field(default_factory=Counter)  # (verdict, kind, target)
     total: int = 0
-    lost: int = 0  # kernel events lost to a full ring buffer
+    unreported: dict[str, int] = field(default_factory=dict)  # what the kernel could not report, by reason
 
     def emit(self, event: Event) -> None:
         self.total += 1

@@ -6,23 +6,28 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from phalanx.guard import tracepoint
 from phalanx.guard.abi import GuardConfig
 from phalanx.guard.errors import BpfError, NotSupportedError
 from phalanx.guard.libbpf import BPF_F_ALLOW_MULTI, Libbpf, errno_text, last_errno
 from phalanx.guard.objects import object_path
 
-__all__ = ["OBJECTS", "SHARED_MAPS", "Programs", "load_and_attach"]
+__all__ = ["CGROUP_OBJECTS", "SHARED_MAPS", "WATCH_OBJECT", "Programs", "load_and_attach"]
 
-# object name -> programs in it (function names in the C source)
-OBJECTS: dict[str, tuple[str, ...]] = {
+# object name -> programs in it (function names in the C source), each attached to the run's cgroup
+CGROUP_OBJECTS: dict[str, tuple[str, ...]] = {
     "connect": ("guard_connect4", "guard_connect6"),
     "dns_udp": ("guard_sendmsg4", "guard_sendmsg6", "guard_recvmsg4", "guard_recvmsg6"),
     "egress": ("guard_egress",),
     "sock_create": ("guard_sock_create",),
+    "device": ("guard_device",),
 }
+# attached to the cgroup:cgroup_attach_task tracepoint (system-wide) when the kernel offers it
+WATCH_OBJECT = ("cgroup_watch", "guard_cgroup_watch")
 SHARED_MAPS = (
     "deny4",
     "deny6",
@@ -33,8 +38,8 @@ SHARED_MAPS = (
     "sock_owner",
     "orig_dst",
     "client_ports",
-    "seen_allowed",
-    "lost_events",
+    "seen",
+    "counters",
     "events",
 )
 _NOT_SUPPORTED = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOSYS, errno.ENOTSUP}
@@ -122,28 +127,59 @@ def _attach(programs: Programs, obj: int, prog_name: str, cgroup_fd: int) -> Non
     programs.fallback_log.append(f"{prog_name}: bpf_link failed ({errno_text(link_err)}), used legacy attach")
 
 
-def load_and_attach(lib: Libbpf, config: GuardConfig, cgroup_fd: int) -> Programs:
-    """Load every object with `config` baked in, share one set of maps between them, attach all to the cgroup."""
+def _load_object(programs: Programs, name: str, config: GuardConfig) -> int:
+    lib = programs.lib
+    # Open the shipped object (compiled once, with the package; relocated against this kernel's BTF at load).
+    obj = _open(lib, object_path(name))
+    programs.objects.append(obj)
+    # Bake the run's settings into .rodata before load, so the verifier prunes unused branches.
+    _configure(lib, obj, name, config)
+    # Reuse the maps the first object created, so all programs share one policy and one ring buffer.
+    _share_maps(lib, obj, name, programs.map_fds)
+    # Load into the kernel (the verifier runs here).
+    _load(lib, obj, name)
+    for map_name in SHARED_MAPS:
+        m = lib.call("bpf_object__find_map_by_name", obj, map_name.encode())
+        if m and map_name not in programs.map_fds:
+            programs.map_fds[map_name] = lib.call("bpf_map__fd", m)
+    return obj
+
+
+def _attach_tracepoint(programs: Programs, obj: int, prog_name: str, tp: tracepoint.Tracepoint) -> None:
+    lib = programs.lib
+    prog = lib.call("bpf_object__find_program_by_name", obj, prog_name.encode())
+    if not prog:
+        raise BpfError(f"attaching {prog_name}: no such program in the object")
+    pfd = tracepoint.open_perf_event(tp)
+    link = lib.call("bpf_program__attach_perf_event", prog, pfd)
+    if not link:
+        os.close(pfd)
+        raise NotSupportedError(f"attaching {prog_name} to its tracepoint: {errno_text(last_errno())}")
+    programs.links.append(int(link))  # the link owns the perf event fd now
+
+
+def load_and_attach(
+    lib: Libbpf, config: GuardConfig, cgroup_fd: int, watch: tracepoint.Tracepoint | None = None
+) -> Programs:
+    """Load every object with `config` baked in, share one set of maps between them, attach all to the cgroup;
+    with `watch`, also the cgroup-move watcher to its tracepoint (a failure there is a NotSupportedError the
+    caller may treat as a warning: the cgroup programs are attached by then)."""
     programs = Programs(lib=lib)
     try:
-        for name, prog_names in OBJECTS.items():
-            # Open the pre-compiled object (compiling it into the cache on first use if needed).
-            obj = _open(lib, object_path(name))
-            programs.objects.append(obj)
-            # Bake the run's settings into .rodata before load, so the verifier prunes unused branches.
-            _configure(lib, obj, name, config)
-            # Reuse the maps the first object created, so all programs share one policy and one ring buffer.
-            _share_maps(lib, obj, name, programs.map_fds)
-            # Load into the kernel (the verifier runs here).
-            _load(lib, obj, name)
-            for map_name in SHARED_MAPS:
-                m = lib.call("bpf_object__find_map_by_name", obj, map_name.encode())
-                if m and map_name not in programs.map_fds:
-                    programs.map_fds[map_name] = lib.call("bpf_map__fd", m)
+        for name, prog_names in CGROUP_OBJECTS.items():
+            obj = _load_object(programs, name, config)
             # Attach every program of the object to the run's cgroup.
             for prog_name in prog_names:
                 _attach(programs, obj, prog_name, cgroup_fd)
     except BaseException:
         programs.close()
         raise
+    if watch is not None:
+        try:
+            _attach_tracepoint(programs, _load_object(programs, WATCH_OBJECT[0], config), WATCH_OBJECT[1], watch)
+        except NotSupportedError as exc:
+            programs.fallback_log.append(f"not watching cgroup moves: {exc}")
+        except BaseException:
+            programs.close()
+            raise
     return programs

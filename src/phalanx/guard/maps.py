@@ -8,7 +8,7 @@ import ipaddress
 import time
 from dataclasses import dataclass
 
-from phalanx.guard.abi import Learned, Lpm4Key, Lpm6Key, Owner, PortKey
+from phalanx.guard.abi import COUNT_MAX, Learned, Lpm4Key, Lpm6Key, Owner, PortKey
 from phalanx.guard.errors import BpfError
 from phalanx.guard.libbpf import BPF_ANY, Libbpf, errno_text, last_errno
 
@@ -33,6 +33,7 @@ class PolicyMaps:
         self._fds = fds
         self._port_key = PortKey()
         self._owner = Owner()
+        self._cpus = max(1, int(lib.call("libbpf_num_possible_cpus")))
 
     def _put(self, map_name: str, key: ctypes.Structure | ctypes.Array[ctypes.c_uint8], value: ctypes._CData) -> None:
         if self._update(self._fds[map_name], ctypes.byref(key), ctypes.byref(value), BPF_ANY):
@@ -56,12 +57,17 @@ class PolicyMaps:
         else:
             self._put("learned6", (ctypes.c_uint8 * 16)(*addr.packed), value)
 
-    def lost_events(self) -> int:
-        """Events the programs could not emit because the ring buffer was full."""
-        key, value = ctypes.c_uint32(0), ctypes.c_uint64(0)
-        if self._lookup(self._fds["lost_events"], ctypes.byref(key), ctypes.byref(value)):
-            return 0
-        return int(value.value)
+    def counters(self) -> list[int]:
+        """What the programs could not report (abi.COUNT_*), summed over CPUs."""
+        out = []
+        values = (ctypes.c_uint64 * self._cpus)()
+        for i in range(COUNT_MAX):
+            key = ctypes.c_uint32(i)
+            if self._lookup(self._fds["counters"], ctypes.byref(key), ctypes.byref(values)):
+                out.append(0)
+            else:
+                out.append(int(sum(values)))
+        return out
 
     def client(self, protocol: int, port: int) -> ClientOwner | None:
         """Which process sent from this local port to the proxy (recorded by the egress program)."""

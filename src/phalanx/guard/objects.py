@@ -1,38 +1,45 @@
-"""Finds the compiled eBPF objects: those built at install time next to the sources if they are current, else a
-copy compiled on first use into a per-user cache keyed by the sources' digest."""
+"""Finds the compiled eBPF objects shipped in the package (built once with clang, committed, installed as package
+data) and checks them against their manifest. Nothing is compiled at run time: a missing or stale object is an
+error that says how to rebuild it."""
 
 from __future__ import annotations
 
-import os
+import functools
 from pathlib import Path
 
 from phalanx.guard.bpf import build
-from phalanx.guard.errors import NotSupportedError
+from phalanx.guard.errors import BpfError
 
-__all__ = ["cache_dir", "object_path"]
+__all__ = ["object_path", "verify"]
 
-
-def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "phalanx" / "bpf" / build.sources_digest()
+REBUILD = "rebuild them with `python -m phalanx.guard.bpf.build` (needs clang) or reinstall phalanx"
 
 
-def _installed_is_current(obj: Path) -> bool:
-    if not obj.exists():
-        return False
-    sources = list(build.SOURCE_DIR.glob("*.[ch]"))
-    return all(obj.stat().st_mtime >= src.stat().st_mtime for src in sources)
-
-
-def object_path(name: str) -> Path:
-    """The path of `<name>.bpf.o`, compiling it into the cache if no current object was installed."""
-    installed = build.SOURCE_DIR / f"{name}.bpf.o"
-    if _installed_is_current(installed):
-        return installed
-    cached = cache_dir() / f"{name}.bpf.o"
-    if cached.exists():
-        return cached
+@functools.cache
+def verify(source_dir: Path = build.SOURCE_DIR) -> build.Manifest:
+    """The manifest, once its objects and (when shipped) sources are checked; raises BpfError otherwise."""
     try:
-        return build.compile_program(name, cache_dir())
-    except build.CompileError as exc:
-        raise NotSupportedError(str(exc)) from exc
+        manifest = build.read_manifest(source_dir)
+    except (OSError, ValueError) as exc:
+        raise BpfError(f"the guard's eBPF object manifest cannot be read ({exc}); {REBUILD}") from exc
+    if any(source_dir.glob("*.bpf.c")) and build.sources_digest(source_dir) != manifest.sources:
+        raise BpfError(f"the eBPF objects in {source_dir} are older than their C sources; {REBUILD}")
+    for name, digest in manifest.objects.items():
+        path = source_dir / name
+        try:
+            ok = build.file_digest(path) == digest
+        except OSError as exc:
+            raise BpfError(
+                f"{path} is missing ({exc.strerror}): the package lacks its eBPF objects; {REBUILD}"
+            ) from exc
+        if not ok:
+            raise BpfError(f"{path} does not match its manifest (corrupted or replaced); {REBUILD}")
+    return manifest
+
+
+def object_path(name: str, source_dir: Path = build.SOURCE_DIR) -> Path:
+    """The path of the shipped `<name>.bpf.o`, after checking the shipped objects once per process."""
+    manifest = verify(source_dir)
+    if f"{name}.bpf.o" not in manifest.objects:
+        raise BpfError(f"no eBPF object {name}.bpf.o in the manifest; {REBUILD}")
+    return source_dir / f"{name}.bpf.o"

@@ -1,29 +1,38 @@
-"""The guard's policy: names (exact or `*.suffix`) and CIDRs to deny or allow, audit or enforce, strict mode, and
-whether loopback is allowed by default. Built from flags and/or a YAML file with the same content; validated with
-the field path of every mistake."""
+"""The guard's policy: names (exact or `*.suffix`) and CIDRs to deny or allow, provider ranges to deny, audit or
+enforce, strict mode, whether loopback is allowed by default, upstream resolvers and what to do with forward
+proxies. Built from flags and/or a YAML policy file (policyfile.py) with the same content; every mistake is
+reported with the file, line and field path, or the flag."""
 
 from __future__ import annotations
 
 import ipaddress
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-import msgspec
-import yaml
-
-from phalanx.guard.abi import FIRST_POLICY_RULE, RULE_LOOPBACK, RULE_NONE, RULE_STRICT
+from phalanx.guard import policyfile
+from phalanx.guard.abi import (
+    FIRST_POLICY_RULE,
+    RULE_CGROUP,
+    RULE_DEVICE,
+    RULE_LEARNED,
+    RULE_LOOPBACK,
+    RULE_NONE,
+    RULE_STRICT,
+)
 from phalanx.guard.errors import PolicyError
+from phalanx.guard.policyfile import Located, quote
+from phalanx.guard.proxyenv import ProxyPolicy
+from phalanx.guard.ranges import load_ranges
 
 __all__ = [
     "BUILTIN_RULES",
     "Decision",
-    "IPNetwork",
     "Mode",
     "NameRule",
     "Policy",
-    "PolicyFile",
     "build",
     "load_file",
     "merge",
@@ -39,18 +48,11 @@ BUILTIN_RULES = {
     RULE_NONE: "default allow",
     RULE_LOOPBACK: "loopback allowed by default",
     RULE_STRICT: "strict: address not learned from an allowed answer",
+    RULE_LEARNED: "strict: address learned from an allowed answer",
+    RULE_DEVICE: "network device nodes (/dev/net/tun) are refused: they inject packets below the IP layer",
+    RULE_CGROUP: "processes of the run stay in its cgroup",
 }
-
-
-class PolicyFile(msgspec.Struct, forbid_unknown_fields=True):
-    """The YAML policy file. `deny` and `allow` take names and CIDRs mixed, exactly like the flags."""
-
-    mode: Mode = "enforce"
-    strict: bool = False
-    allow_loopback: bool = True
-    deny: list[str] = []
-    allow: list[str] = []
-    upstreams: list[str] = []
+NOT_ALLOWED = "not in the allow list"
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,7 @@ class Decision:
     allowed: bool
     rule: str
     rule_id: int
+    via: str | None = None  # the CNAME/DNAME target that decided, when it was not the question name
 
 
 @dataclass(frozen=True)
@@ -79,20 +82,25 @@ class Policy:
     allow_names: tuple[NameRule, ...] = ()
     deny_cidrs: tuple[IPNetwork, ...] = ()
     allow_cidrs: tuple[IPNetwork, ...] = ()
+    deny_ranges: tuple[tuple[IPNetwork, str], ...] = ()  # (range, the file it came from)
     upstreams: tuple[str, ...] = ()
+    http_proxy: ProxyPolicy = "warn"
     _rules: dict[int, str] = field(default_factory=dict, compare=False, repr=False)
+    _ids: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         texts = [f"deny name {r.pattern}" for r in self.deny_names]
         texts += [f"allow name {r.pattern}" for r in self.allow_names]
         texts += [f"deny cidr {n}" for n in self.deny_cidrs]
         texts += [f"allow cidr {n}" for n in self.allow_cidrs]
+        texts += [f"deny range {n} ({source})" for n, source in self.deny_ranges]
+        texts.append(NOT_ALLOWED)
         self._rules.update(BUILTIN_RULES)
-        self._rules.update({FIRST_POLICY_RULE + i: t for i, t in enumerate(texts)})
-        self._rules.setdefault(len(self._rules) + FIRST_POLICY_RULE, "not in the allow list")
+        self._rules.update({FIRST_POLICY_RULE + i: t for i, t in enumerate(dict.fromkeys(texts))})
+        self._ids.update({t: i for i, t in self._rules.items()})
 
     def rule_id(self, text: str) -> int:
-        return next(i for i, t in self._rules.items() if t == text)
+        return self._ids[text]
 
     def rule_text(self, rule_id: int) -> str:
         return self._rules.get(rule_id, f"rule {rule_id}")
@@ -100,17 +108,34 @@ class Policy:
     def decide_name(self, name: str) -> Decision:
         """Deny rules win over allow rules; with any allow rule, names it does not match are denied."""
         name = normalize_name(name)
-        for r in self.deny_names:
-            if r.matches(name):
-                text = f"deny name {r.pattern}"
-                return Decision(False, text, self.rule_id(text))
+        denied = self._denied(name)
+        if denied is not None:
+            return denied
         for r in self.allow_names:
             if r.matches(name):
                 text = f"allow name {r.pattern}"
                 return Decision(True, text, self.rule_id(text))
         if self.allow_names:
-            return Decision(False, "not in the allow list", self.rule_id("not in the allow list"))
+            return Decision(False, NOT_ALLOWED, self.rule_id(NOT_ALLOWED))
         return Decision(True, "default allow", RULE_NONE)
+
+    def _denied(self, name: str) -> Decision | None:
+        for r in self.deny_names:
+            if r.matches(name):
+                text = f"deny name {r.pattern}"
+                return Decision(False, text, self.rule_id(text))
+        return None
+
+    def decide_chain(self, question: Decision, targets: Sequence[str]) -> Decision:
+        """The answer's verdict: the question's, unless a CNAME or DNAME target in the answer is denied by name.
+        (Targets are judged by the deny rules only: allowing a name allows the CDN it points to.)"""
+        if not question.allowed and question.rule != NOT_ALLOWED:
+            return question
+        for target in targets:
+            d = self._denied(normalize_name(target))
+            if d is not None:
+                return Decision(False, d.rule, d.rule_id, via=normalize_name(target))
+        return question
 
 
 def normalize_name(name: str) -> str:
@@ -123,30 +148,72 @@ def _parse_entry(entry: str, where: str) -> NameRule | IPNetwork:
         return ipaddress.ip_network(text, strict=False)
     except ValueError:
         pass
+    if not text.isascii():
+        raise PolicyError(f"{where}: Invalid value: {quote(entry)}: a host name is ASCII; write an international "
+                          "name in its xn-- (punycode) form")  # fmt: skip
     name = normalize_name(text)
     labels = name[2:].split(".") if name.startswith("*.") else name.split(".")
-    if not name or not all(_LABEL.match(label) for label in labels):
+    if not name or len(name) > 253 or not all(_LABEL.match(label) for label in labels):
         raise PolicyError(
-            f"{where}: {entry!r} is neither a CIDR (10.0.0.0/8, 2001:db8::/32) nor a host name "
+            f"{where}: Invalid value: {quote(entry)}: neither a CIDR (10.0.0.0/8, 2001:db8::/32) nor a host name "
             f"(github.com, or *.example.com for every name under example.com)"
         )
     return NameRule(name)
 
 
+def parse_upstream(text: str, where: str = "--upstream") -> tuple[str, int]:
+    """HOST[:PORT] or [V6]:PORT or a bare IPv6 address -> (host, port); the host must be an IP address (resolving
+    a name would need DNS), the port 1-65535."""
+    host, port_text = text.strip(), "53"
+    if host.startswith("["):
+        host, close, rest = host[1:].partition("]")
+        if not close or (rest and not rest.startswith(":")):
+            raise PolicyError(f"{where}: Invalid value: {quote(text)}: expected [IPV6]:PORT")
+        port_text = rest[1:] if rest else "53"
+    elif host.count(":") == 1:
+        host, _, port_text = host.partition(":")
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        raise PolicyError(
+            f"{where}: Invalid value: {quote(text)}: the upstream must be an IP address, optionally with :PORT"
+        ) from None
+    if not (port_text.isascii() and port_text.isdigit()) or not 1 <= int(port_text) <= 65535:
+        raise PolicyError(f"{where}: Invalid value: {quote(text)}: the port must be a number from 1 to 65535")
+    return host, int(port_text)
+
+
+def _entries(values: Sequence[str | Located], flag: str) -> list[tuple[str, str, bool]]:
+    """(value, where, from the file): file entries carry their position, flags are named with theirs."""
+    out, n = [], 0
+    for v in values:
+        if isinstance(v, Located):
+            out.append((v.value, v.where, True))
+        else:
+            out.append((v, f"{flag}[{n}]", False))
+            n += 1
+    return out
+
+
 def build(
-    deny: list[str],
-    allow: list[str],
+    deny: Sequence[str | Located],
+    allow: Sequence[str | Located],
     *,
     mode: Mode = "enforce",
     strict: bool = False,
     allow_loopback: bool = True,
-    upstreams: list[str] | None = None,
-    where: str = "--deny/--allow",
+    upstreams: Sequence[str | Located] = (),
+    deny_ranges: Sequence[str | Located] = (),
+    ranges_base: Path | None = None,
+    http_proxy: ProxyPolicy = "warn",
 ) -> Policy:
-    parsed_deny = [_parse_entry(e, f"{where} deny[{i}]") for i, e in enumerate(deny)]
-    parsed_allow = [_parse_entry(e, f"{where} allow[{i}]") for i, e in enumerate(allow)]
-    for i, up in enumerate(upstreams or []):
-        parse_upstream(up, f"{where} upstreams[{i}]")
+    parsed_deny = [_parse_entry(v, w) for v, w, _ in _entries(deny, "--deny")]
+    parsed_allow = [_parse_entry(v, w) for v, w, _ in _entries(allow, "--allow")]
+    for v, w, _ in _entries(upstreams, "--upstream"):
+        parse_upstream(v, w)
+    ranges: list[tuple[IPNetwork, str]] = []
+    for v, w, in_file in _entries(deny_ranges, "--deny-ranges"):
+        ranges += [(net, v) for net in load_ranges(v, w, ranges_base if in_file else None)]
     return Policy(
         mode=mode,
         strict=strict,
@@ -155,54 +222,55 @@ def build(
         allow_names=tuple(dict.fromkeys(e for e in parsed_allow if isinstance(e, NameRule))),
         deny_cidrs=tuple(dict.fromkeys(e for e in parsed_deny if not isinstance(e, NameRule))),
         allow_cidrs=tuple(dict.fromkeys(e for e in parsed_allow if not isinstance(e, NameRule))),
-        upstreams=tuple(upstreams or ()),
+        deny_ranges=tuple(dict.fromkeys(ranges)),
+        upstreams=tuple(v.value if isinstance(v, Located) else v for v in upstreams),
+        http_proxy=http_proxy,
     )
 
 
-def load_file(path: Path) -> PolicyFile:
-    """Read and type-check a YAML policy file; errors name the file and the field path."""
-    try:
-        data = yaml.safe_load(path.read_text())
-    except OSError as exc:
-        raise PolicyError(f"{path}: cannot read the policy file: {exc.strerror}") from exc
-    except yaml.YAMLError as exc:
-        raise PolicyError(f"{path}: not valid YAML: {exc}") from exc
-    try:
-        pf = msgspec.convert(data if data is not None else {}, PolicyFile)
-    except msgspec.ValidationError as exc:
-        raise PolicyError(f"{path}: {exc}") from exc
-    build(pf.deny, pf.allow, upstreams=pf.upstreams, where=str(path))  # validate entries now, with the file name
+def load_file(path: Path) -> policyfile.PolicyFile:
+    """Read a policy file and check every entry now, so errors name the file, line and field."""
+    pf = policyfile.load(path)
+    _check(pf)
     return pf
 
 
-def merge(file: PolicyFile | None, deny: list[str], allow: list[str], **flags: object) -> Policy:
-    """Flags add to the file's lists; --audit and --strict switch on what the file leaves off."""
-    pf = file or PolicyFile()
-    mode: Mode = "audit" if flags.get("audit") else pf.mode
-    upstreams = list(flags.get("upstreams") or []) or pf.upstreams  # type: ignore[call-overload]
+def _check(pf: policyfile.PolicyFile) -> Policy:
     return build(
-        pf.deny + deny,
-        pf.allow + allow,
-        mode=mode,
-        strict=bool(flags.get("strict")) or pf.strict,
-        allow_loopback=pf.allow_loopback and not flags.get("no_loopback"),
-        upstreams=upstreams,
+        pf.deny,
+        pf.allow,
+        mode=pf.mode,  # type: ignore[arg-type]
+        strict=pf.strict,
+        allow_loopback=pf.allow_loopback,
+        upstreams=pf.upstreams,
+        deny_ranges=pf.deny_ranges,
+        ranges_base=pf.path.parent,
+        http_proxy=pf.http_proxy,  # type: ignore[arg-type]
     )
 
 
-def parse_upstream(text: str, where: str = "--upstream") -> tuple[str, int]:
-    """HOST[:PORT] or [V6]:PORT -> (host, port); the host must be an IP address (resolving it would need DNS)."""
-    host, port = text, 53
-    if text.startswith("["):
-        host, _, rest = text[1:].partition("]")
-        port = int(rest[1:]) if rest.startswith(":") and rest[1:].isdigit() else 53
-    elif text.count(":") == 1:
-        host, _, p = text.partition(":")
-        if not p.isdigit():
-            raise PolicyError(f"{where}: bad port in upstream {text!r}")
-        port = int(p)
-    try:
-        ipaddress.ip_address(host)
-    except ValueError as exc:
-        raise PolicyError(f"{where}: upstream {text!r} must be an IP address, optionally with :PORT") from exc
-    return host, port
+def merge(
+    file: policyfile.PolicyFile | None,
+    deny: Sequence[str] = (),
+    allow: Sequence[str] = (),
+    *,
+    audit: bool = False,
+    strict: bool = False,
+    upstreams: Sequence[str] = (),
+    deny_ranges: Sequence[str] = (),
+    http_proxy: ProxyPolicy | None = None,
+) -> Policy:
+    """Flags add to the file's lists; --audit and --strict switch on what the file leaves off; --upstream and
+    --http-proxy-policy replace the file's."""
+    pf = file or policyfile.PolicyFile(Path("."))
+    return build(
+        [*pf.deny, *deny],
+        [*pf.allow, *allow],
+        mode="audit" if audit else pf.mode,  # type: ignore[arg-type]
+        strict=strict or pf.strict,
+        allow_loopback=pf.allow_loopback,
+        upstreams=list(upstreams) or pf.upstreams,
+        deny_ranges=[*pf.deny_ranges, *deny_ranges],
+        ranges_base=pf.path.parent,
+        http_proxy=http_proxy or pf.http_proxy,  # type: ignore[arg-type]
+    )

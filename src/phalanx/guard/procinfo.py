@@ -3,11 +3,23 @@ from /proc while the process is alive; the kernel-captured argv and parent pid f
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import msgspec
 
-__all__ = ["MAX_DEPTH", "ProcessRef", "cmdline", "comm", "parent_pid", "parents", "snapshot", "split_args"]
+__all__ = [
+    "ProcessRef",
+    "cgroup_path",
+    "cmdline",
+    "comm",
+    "exe",
+    "parent_pid",
+    "parents",
+    "snapshot",
+    "split_args",
+    "tgid",
+]
 
 MAX_DEPTH = 32
 
@@ -28,6 +40,36 @@ def cmdline(pid: int) -> tuple[str, ...]:
     if not raw:  # kernel threads and zombies
         return ()
     return tuple(a.decode(errors="replace") for a in raw.rstrip(b"\0").split(b"\0"))
+
+
+def exe(pid: int) -> str:
+    """The executable's path (/proc/PID/exe), '' when the process is gone or not ours to read."""
+    try:
+        return os.readlink(f"/proc/{pid}/exe")
+    except OSError:
+        return ""
+
+
+def tgid(tid: int) -> int:
+    """The process (thread group) a thread belongs to; 0 if it is gone."""
+    try:
+        for line in Path(f"/proc/{tid}/status").read_text().splitlines():
+            if line.startswith("Tgid:"):
+                return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def cgroup_path(pid: int) -> str | None:
+    """The process's cgroup v2 path as the guard sees it (from the root of the hierarchy), None if it is gone."""
+    try:
+        for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():
+            if line.startswith("0::"):
+                return line[3:]
+    except OSError:
+        return None
+    return None
 
 
 def parent_pid(pid: int) -> int:

@@ -8,7 +8,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import os
 import socket
+import struct
 import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
@@ -21,11 +23,13 @@ from phalanx.guard.events import Event, EventSink, Verdict, rfc3339
 from phalanx.guard.policy import Decision, Policy
 from phalanx.guard.procinfo import ProcessRef
 
-__all__ = ["BIND_ATTEMPTS", "TCP_IDLE_S", "UPSTREAM_TIMEOUT_S", "Attributor", "DnsProxy", "Learner", "Who"]
+__all__ = ["Attributor", "DnsProxy", "Learner", "Who"]
 
 UPSTREAM_TIMEOUT_S = 2.0
 TCP_IDLE_S = 10.0
 BIND_ATTEMPTS = 50
+_NO_ANSWER = dnswire.Answer([], ())
+_IDS = struct.Struct("!2048H")
 
 
 @dataclass(frozen=True)
@@ -36,6 +40,7 @@ class Who:
     comm: str
     cmdline: tuple[str, ...]
     parents: tuple[ProcessRef, ...]
+    exe: str = ""
 
 
 Attributor = Callable[[int, int], Who | None]  # (IP protocol, client port) -> process
@@ -108,7 +113,7 @@ class DnsProxy:
         self.queries = 0
         self._crash_after = crash_after
         self._pending: dict[int, _Pending] = {}
-        self._next_id = 0
+        self._id_pool: list[int] = []
         self._decisions: dict[str, Decision] = {}
         self._up: list[asyncio.DatagramTransport] = []
         self._listeners: list[asyncio.BaseTransport] = []
@@ -218,23 +223,31 @@ class DnsProxy:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
+    def _random_id(self) -> int:
+        """An unpredictable upstream query id (from a batch of os.urandom, so it costs no system call per query)."""
+        if not self._id_pool:
+            self._id_pool = list(_IDS.unpack(os.urandom(_IDS.size)))
+        return self._id_pool.pop()
+
     def _forward_udp(self, p: _Pending) -> None:
-        for _ in range(0x10000):
-            self._next_id = (self._next_id + 1) & 0xFFFF
-            if self._next_id not in self._pending:
-                break
-        else:
-            p.reply(dnswire.error_reply(p.query, p.q, dnswire.RCODE_SERVFAIL))  # 65,536 queries in flight
+        if len(self._pending) >= 0xF000:
+            p.reply(dnswire.error_reply(p.query, p.q, dnswire.RCODE_SERVFAIL))  # ~61,000 queries in flight
             return
+        qid = self._random_id()
+        while qid in self._pending:
+            qid = self._random_id()
         p.sent_at = time.monotonic()
-        self._pending[self._next_id] = p
-        self._up[p.upstream].sendto(dnswire.with_id(p.query, self._next_id))
+        self._pending[qid] = p
+        self._up[p.upstream].sendto(dnswire.with_id(p.query, qid))
 
     def on_upstream_reply(self, data: bytes) -> None:
-        if len(data) < 12:
+        if len(data) < 12 or not data[2] & 0x80:
             return
-        p = self._pending.pop(int.from_bytes(data[:2], "big"), None)
-        if p is not None:
+        qid = int.from_bytes(data[:2], "big")
+        p = self._pending.get(qid)
+        # A reply must echo the question it answers: a forged one (a guessed id) is dropped, the query stays.
+        if p is not None and data[12 : p.q.end] == p.query[12 : p.q.end]:
+            del self._pending[qid]
             self._answer(p, dnswire.with_id(data, p.q.qid))
 
     async def _forward_tcp(self, p: _Pending) -> None:
@@ -270,11 +283,14 @@ class DnsProxy:
         if p.quiet:
             p.reply(upstream_reply or dnswire.error_reply(p.query, p.q, dnswire.RCODE_SERVFAIL))
             return
-        addrs = dnswire.answer_addresses(upstream_reply) if upstream_reply else []
-        if self.learn is not None and addrs:
-            self.learn(p.q.name, addrs, p.decision)
+        ans = dnswire.answer(upstream_reply, p.q.name, p.q.end) if upstream_reply else _NO_ANSWER
+        # The whole chain is judged: an allowed name that is a CNAME (or DNAME) of a denied one is denied, its
+        # addresses join the deny set, and nothing of it is learned as allowed.
+        decision = self.policy.decide_chain(p.decision, ans.names) if ans.names else p.decision
+        if self.learn is not None and ans.addresses:
+            self.learn(p.q.name, ans.addresses, decision)
         verdict: Verdict = "allow"
-        if not p.decision.allowed:
+        if not decision.allowed:
             verdict = "audit" if self.policy.mode == "audit" else "deny"
         if verdict == "deny":
             p.reply(dnswire.error_reply(p.query, p.q, dnswire.RCODE_NXDOMAIN))
@@ -282,15 +298,16 @@ class DnsProxy:
             p.reply(upstream_reply)
         else:
             p.reply(dnswire.error_reply(p.query, p.q, dnswire.RCODE_SERVFAIL))
-        self._record(p, verdict, addrs)
+        self._record(p, verdict, decision, ans)
 
-    def _record(self, p: _Pending, verdict: Verdict, addrs: list[tuple[str, int]]) -> None:
+    def _record(self, p: _Pending, verdict: Verdict, decision: Decision, ans: dnswire.Answer) -> None:
         who = p.who
+        addrs = ans.addresses
         self.sink.emit(
             Event(
                 time=rfc3339(time.time()),
                 verdict=verdict,
-                rule=p.decision.rule,
+                rule=decision.rule,
                 kind="dns",
                 name=p.q.name,
                 addresses=tuple(dict.fromkeys(a for a, _ in addrs)),
@@ -301,6 +318,8 @@ class DnsProxy:
                 parents=who.parents if who else (),
                 comm=who.comm if who else "",
                 qtype=dnswire.TYPE_NAMES.get(p.q.qtype, str(p.q.qtype)),
+                exe=who.exe if who else "",
+                cnames=ans.names,
             )
         )
 

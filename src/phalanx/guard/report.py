@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,9 +41,13 @@ def read_events(files: list[Path]) -> list[dict[str, object]]:
     events: list[dict[str, object]] = []
     for path in files:
         try:
-            lines = path.read_text().splitlines()
+            lines = path.read_bytes().decode("utf-8").splitlines()
         except OSError as exc:
             raise PolicyError(f"{path}: cannot read the events file: {exc.strerror}") from exc
+        except UnicodeDecodeError as exc:
+            raise PolicyError(f"{path}: not UTF-8 text (offset {exc.start}): not a guard events file") from None
+        except ValueError as exc:  # a NUL in the name
+            raise PolicyError(f"{str(path)!r}: cannot read the events file: {exc}") from None
         for n, line in enumerate(lines, 1):
             if not line.strip():
                 continue
@@ -52,8 +57,38 @@ def read_events(files: list[Path]) -> list[dict[str, object]]:
                 raise PolicyError(f"{path}:{n}: not a JSON event: {exc.msg}") from exc
             if not isinstance(obj, dict) or "verdict" not in obj:
                 raise PolicyError(f"{path}:{n}: not a guard event (no 'verdict')")
+            _check_event(obj, f"{path}:{n}")
             events.append(obj)
     return events
+
+
+def _strings(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(x, str) for x in value)
+
+
+_CHECKS: dict[str, tuple[Callable[[object], bool], str]] = {
+    "kind": (lambda v: isinstance(v, str), "must be a string"),
+    "rule": (lambda v: isinstance(v, str), "must be a string"),
+    "comm": (lambda v: isinstance(v, str), "must be a string"),
+    "name": (lambda v: v is None or isinstance(v, str), "must be a string or null"),
+    "port": (lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool)), "must be a number or null"),
+    "addresses": (_strings, "must be a list of strings"),
+    "cmdline": (_strings, "must be a list of strings"),
+    "parents": (
+        lambda v: isinstance(v, list) and all(isinstance(p, dict) and _strings(p.get("cmdline", [])) for p in v),
+        "must be a list of {pid, cmdline} objects",
+    ),
+}
+
+
+def _check_event(ev: dict[str, object], where: str) -> None:
+    """The fields the report reads, typed as the event schema says; errors name the line and the field."""
+    if ev["verdict"] not in VERDICT_ORDER:
+        raise PolicyError(f'{where}: verdict: Unsupported value: {json.dumps(ev["verdict"])}: supported values: '
+                          '"allow", "deny", "audit"')  # fmt: skip
+    for name, (ok, rule) in _CHECKS.items():
+        if name in ev and not ok(ev[name]):
+            raise PolicyError(f"{where}: {name}: Invalid value: {json.dumps(ev[name])[:80]}: {rule}")
 
 
 def _argv(value: object) -> str:
@@ -145,6 +180,10 @@ def summary(sink: EventSink, mode: str, exit_code: int) -> str:
         lines.append(f"  {verdict:<6} {kind:<8} {target:<48} x{n}")
     if len(rows) > 40:
         lines.append(f"  ... {len(rows) - 40} more (see --events)")
-    if sink.lost:
-        lines.append(f"  warning: {sink.lost} kernel events were lost (ring buffer full): the record is incomplete")
+    lost = sink.unreported.get("lost denials", 0) + sink.unreported.get("lost allowed connects", 0)
+    for what, n in sink.unreported.items():
+        if n:
+            lines.append(f"  not reported: {n} {what}")
+    if lost:
+        lines.append(f"  warning: {lost} kernel events were lost (ring buffer full): the record is incomplete")
     return "\n".join(lines) + "\n"

@@ -1,6 +1,7 @@
 """Runs one guarded command: preflight checks, the run's cgroup, the DNS proxy, the eBPF programs and their
-maps, the reaper, then the command itself; waits for it while serving DNS and events, and tears everything down
-in reverse on every path. The guard and its proxy stay outside the guarded cgroup."""
+maps, the reaper, then the command itself (launch.py: confined, filtered, with capabilities dropped); waits for it
+while serving DNS, kernel events, the seccomp supervisor and the integrity watch, and tears everything down in
+reverse on every path. The guard and its proxy stay outside the guarded cgroup."""
 
 from __future__ import annotations
 
@@ -14,49 +15,49 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Coroutine, Iterator
-from dataclasses import dataclass
+from collections.abc import Coroutine
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-from phalanx.guard import cgroup, procinfo, reaper
+from phalanx.guard import cgroup, launch, privilege, procinfo, proxyenv, reaper, seccomp, tracepoint
 from phalanx.guard.abi import (
-    HOOK_CONNECT,
-    HOOK_EGRESS,
+    COUNT_HELD_ALLOWED,
+    COUNT_LOST_ALLOWED,
+    COUNT_LOST_DENIED,
+    COUNT_REPEAT_DENIED,
+    HOOK_CGROUP,
     RULE_LEARNED,
-    VERDICT_ALLOW,
-    VERDICT_AUDIT,
     GuardConfig,
     GuardEvent,
 )
 from phalanx.guard.errors import CgroupError, CommandStartError, GuardError, NotSupportedError
-from phalanx.guard.events import PROTOCOLS, Event, EventSink, Kind, Verdict, rfc3339
+from phalanx.guard.events import EventSink
+from phalanx.guard.kernel_events import Decoder, cgroup_move
 from phalanx.guard.libbpf import SAMPLE_FN, Libbpf
 from phalanx.guard.loader import Programs, load_and_attach
-from phalanx.guard.maps import IPAddress, PolicyMaps
+from phalanx.guard.maps import PolicyMaps
 from phalanx.guard.policy import Decision, Policy, parse_upstream
 from phalanx.guard.proxy import DnsProxy, Who
+from phalanx.guard.supervisor import Supervisor
+from phalanx.guard.watch import Integrity, Tamper
 
-__all__ = [
-    "FAULT_ENV",
-    "MAX_LEARNED_PER_ANSWER",
-    "TTL_FLOOR_S",
-    "TTL_GRACE_S",
-    "WHO_CACHE_S",
-    "RunOptions",
-    "environment_warnings",
-    "preflight",
-    "procinfo_time",
-    "run",
-    "system_upstreams",
-]
+__all__ = ["RunOptions", "environment_warnings", "preflight", "run", "system_upstreams"]
 
 TTL_FLOOR_S = 60.0  # short TTLs would expire an address between the answer and a slow script's connect
 TTL_GRACE_S = 30.0
 MAX_LEARNED_PER_ANSWER = 64  # a name with thousands of addresses (object stores) must not flood the maps
 WHO_CACHE_S = 0.5  # how long a process snapshot is reused for further queries from the same pid and comm
 FAULT_ENV = "PHALANX_GUARD_FAULT"  # test-only fault injection: "proxy-crash-after=N"
+LISTENER_WAIT_S = 10.0
+DFL_HIERARCHY = 0  # cgroup v2's hierarchy id; the tracepoint also reports v1 moves, which BPF ignores
+UNREPORTED = {
+    COUNT_LOST_DENIED: "lost denials",
+    COUNT_LOST_ALLOWED: "lost allowed connects",
+    COUNT_HELD_ALLOWED: "allowed connects not reported to keep room for denials",
+    COUNT_REPEAT_DENIED: "repeated denials (same process, address and port as one reported)",
+}
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,8 @@ class RunOptions:
     events_path: Path | None = None
     quiet: bool = False
     report_allowed: bool = True
+    privileges: privilege.Privileges = field(default_factory=lambda: privilege.Privileges(privilege.parse_caps([])))
+    env: dict[str, str] | None = None  # the command's environment (default: the guard's)
 
 
 def preflight() -> Path:
@@ -147,6 +150,10 @@ def _exit_code(returncode: int) -> int:
     return 128 - returncode if returncode < 0 else returncode
 
 
+def _warn(message: str) -> None:
+    print(f"phalanx guard: warning: {message}", file=sys.stderr)
+
+
 class _Run:
     """State of one guarded run, alive for the duration of the asyncio loop."""
 
@@ -159,11 +166,16 @@ class _Run:
         self.maps: PolicyMaps | None = None
         self.names: dict[str, str] = {}  # address -> the name it was learned from, to name connect events
         self.stop_pids = frozenset({os.getpid()})
+        self.run_path = "/" + str(cg.path.relative_to(cgroup.find_root()))
+        self.decoder = Decoder(self.policy.rule_text, self.names, self.stop_pids)
         self.rb = 0
         self._sample_cb = SAMPLE_FN(self._on_sample)
         self._who_cache: dict[tuple[int, str], tuple[Who, float]] = {}
-        self._child_pgid: int | None = None
+        self._child_pid: int | None = None
         self._early_signals: list[signal.Signals] = []
+        self.tampered: asyncio.Future[Tamper] | None = None
+        self.integrity = Integrity(lib, self.run_path, lambda: self._child_pid, self._stop_tampered, sink.emit,
+                                   self.stop_pids)  # fmt: skip
 
     # ---- attribution and learning, called by the proxy ------------------------------------------------------
 
@@ -179,7 +191,7 @@ class _Run:
         if hit is not None and hit[1] > now:
             return hit[0]
         argv, parents = procinfo.snapshot(owner.pid, self.stop_pids, fallback=owner.comm)
-        who = Who(owner.pid, owner.comm, argv, parents)
+        who = Who(owner.pid, owner.comm, argv, parents, procinfo.exe(owner.pid))
         if len(self._who_cache) > 4096:
             self._who_cache.clear()
         self._who_cache[key] = (who, now + WHO_CACHE_S)
@@ -203,59 +215,44 @@ class _Run:
     def _on_sample(self, _ctx: int, data: int, size: int) -> int:
         try:
             raw = GuardEvent.from_buffer_copy(ctypes.string_at(data, min(size, ctypes.sizeof(GuardEvent))))
-            self.sink.emit(self._event(raw))
+            if raw.hook == HOOK_CGROUP:
+                move = cgroup_move(raw)
+                if move.dst_root == DFL_HIERARCHY:
+                    self.integrity.on_move(move)
+            else:
+                self.sink.emit(self.decoder.event(raw))
         except Exception as exc:  # an exception must not unwind through libbpf's C frames
             print(f"phalanx guard: dropped a kernel event: {exc!r}", file=sys.stderr)
         return 0
-
-    def _event(self, raw: GuardEvent) -> Event:
-        addr: IPAddress = (
-            ipaddress.IPv4Address(bytes(raw.addr[:4])) if raw.family == 4 else ipaddress.IPv6Address(bytes(raw.addr))
-        )
-        if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
-            addr = addr.ipv4_mapped
-        verdict: Verdict = (
-            "allow" if raw.verdict == VERDICT_ALLOW else "audit" if raw.verdict == VERDICT_AUDIT else "deny"
-        )
-        kind: Kind = "connect" if raw.hook == HOOK_CONNECT else "packet" if raw.hook == HOOK_EGRESS else "sendmsg"
-        comm = raw.comm.decode(errors="replace")
-        pid = int(raw.pid)
-        argv, parents = (
-            procinfo.snapshot(
-                pid,
-                self.stop_pids,
-                procinfo.split_args(bytes(raw.args)),
-                int(raw.ppid),
-                comm,
-                raw.parent_comm.decode(errors="replace"),
-            )
-            if pid
-            else ((), ())
-        )
-        return Event(
-            time=rfc3339(procinfo_time(raw.ts_ns)),
-            verdict=verdict,
-            rule=self.policy.rule_text(raw.rule),
-            kind=kind,
-            name=self.names.get(str(addr)),
-            addresses=(str(addr),),
-            port=int.from_bytes(int(raw.port).to_bytes(2, "little"), "big") or None,
-            protocol=PROTOCOLS.get(raw.protocol, str(raw.protocol)),
-            pid=pid or None,
-            cmdline=argv,
-            parents=parents,
-            comm=comm,
-        )
 
     def drain(self) -> None:
         if self.rb:
             self.lib.call("ring_buffer__consume", self.rb)
 
+    def _stop_tampered(self, t: Tamper) -> None:
+        """The first integrity breach: kill the run now (the future wakes the wait, which reports it)."""
+        self.cg.kill()
+        if self.tampered is not None and not self.tampered.done():
+            self.tampered.set_result(t)
+
     # ---- the run --------------------------------------------------------------------------------------------
+
+    def _watch_tracepoint(self) -> tracepoint.Tracepoint | None:
+        try:
+            tp = tracepoint.read("cgroup", "cgroup_attach_task")
+            missing = {"dst_root", "dst_level", "dst_id", "pid", "dst_path"} - set(tp.offsets)
+            if missing:
+                raise NotSupportedError(f"its format lacks {', '.join(sorted(missing))}")
+        except NotSupportedError as exc:
+            _warn(f"processes moved out of the run's cgroup are refused by its view, but not detected: {exc}")
+            return None
+        return tp
 
     async def _setup(self, proxy: DnsProxy, teardown: contextlib.ExitStack) -> Programs:
         loop = asyncio.get_running_loop()
         port = await proxy.start(v6=_has_ipv6_loopback())
+        tp = self._watch_tracepoint()
+        offsets = tp.offsets if tp is not None else {}
         config = GuardConfig(
             proxy_ip4=_ip4_be("127.0.0.1"),
             proxy_port=_port_be(port),
@@ -264,10 +261,15 @@ class _Run:
             allow_loopback=int(self.policy.allow_loopback),
             report_allowed=int(self.options.report_allowed),
             proxy_v6=int(_has_ipv6_loopback()),
+            tp_pid_off=offsets.get("pid", 0),
+            tp_dst_id_off=offsets.get("dst_id", 0),
+            tp_dst_level_off=offsets.get("dst_level", 0),
+            tp_dst_path_off=offsets.get("dst_path", 0),
+            tp_dst_root_off=offsets.get("dst_root", 0),
         )
         cg_fd = self.cg.open_fd()
         try:
-            programs = load_and_attach(self.lib, config, cg_fd)
+            programs = load_and_attach(self.lib, config, cg_fd, tp)
         finally:
             os.close(cg_fd)  # the links hold the cgroup now
         teardown.callback(programs.close)
@@ -287,35 +289,92 @@ class _Run:
             maps.put_cidr("deny", net, self.policy.rule_id(f"deny cidr {net}"))
         for net in self.policy.allow_cidrs:
             maps.put_cidr("allow", net, self.policy.rule_id(f"allow cidr {net}"))
-        # Resolve exact denied names now, so /etc/hosts, --resolve and hard-coded copies of their addresses fail.
+        for net, source in self.policy.deny_ranges:
+            maps.put_cidr("deny", net, self.policy.rule_id(f"deny range {net} ({source})"))
+        # Resolve exact denied names now, so /etc/hosts and hard-coded copies of the addresses the resolver gives
+        # are refused from the first connect (other addresses of the same host need deny_ranges or --strict).
         exact = [r.pattern for r in self.policy.deny_names if not r.pattern.startswith("*.")]
         for name, addrs in zip(exact, await asyncio.gather(*(proxy.resolve(n) for n in exact)), strict=True):
             self.learn(name, [(a, 0) for a in addrs], self.policy.decide_name(name))
 
     def _forward(self, sig: signal.Signals) -> None:
         """SIGINT/SIGTERM/SIGHUP to the guard go to the command's whole process group."""
-        if self._child_pgid is None:
+        if self._child_pid is None:
             self._early_signals.append(sig)
             return
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(self._child_pgid, sig)
+            os.killpg(self._child_pid, sig)
 
-    def _spawn(self, terminal: int | None) -> subprocess.Popen[bytes]:
+    def _seccomp_filter(self, reaper_pid: int) -> bytes | None:
         try:
-            # Join the cgroup between fork and exec: the command never runs a single instruction outside it.
+            arch = seccomp.native_arch()
+        except NotSupportedError as exc:
+            _warn(f"no seccomp filter for the run ({exc}): packet sockets and attacks on the guard are not refused")
+            return None
+        return seccomp.build_filter(arch, (os.getpid(), reaper_pid, -os.getpgrp()))
+
+    def _spawn(self, terminal: int | None, reaper_pid: int) -> tuple[subprocess.Popen[bytes], int | None]:
+        """Start the command (see launch.py); returns it and the seccomp listener fd."""
+        code = self._seccomp_filter(reaper_pid)
+        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM) if code else (None, None)
+        err_r, err_w = os.pipe()
+        setup = launch.ChildSetup(self.cg.procs, self.options.privileges, True, code, theirs, terminal)
+        env = self.options.env
+        try:
             # Its own process group lets signals reach all of it; it takes the terminal, if we had it, before exec.
-            return subprocess.Popen(
-                self.options.command, preexec_fn=partial(_child_setup, self.cg.procs, terminal), process_group=0
+            proc = subprocess.Popen(
+                self.options.command, preexec_fn=partial(_child_main, setup, err_w), process_group=0, env=env
             )
         except FileNotFoundError as exc:
             raise CommandStartError(f"cannot start {self.options.command[0]!r}: command not found", 127) from exc
         except subprocess.SubprocessError as exc:
-            raise CgroupError(f"cannot move the command into its cgroup {self.cg.path}: {exc}") from exc
+            os.close(err_w)
+            reason = os.read(err_r, 4096).decode(errors="replace") or str(exc)
+            raise CgroupError(f"cannot start the command inside its cgroup {self.cg.path}: {reason}") from exc
         except OSError as exc:  # not executable, not a program: what a shell reports as 126
             raise CommandStartError(f"cannot start {self.options.command[0]!r}: {exc.strerror}", 126) from exc
+        finally:
+            for fd in (err_r, err_w):
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+            if theirs is not None:
+                theirs.close()
+        listener = None
+        if mine is not None:
+            with mine:
+                mine.settimeout(LISTENER_WAIT_S)
+                _, fds, _, _ = socket.recv_fds(mine, 1, 1)
+                listener = fds[0] if fds else None
+        return proc, listener
+
+    def _start_supervisor(self, listener: int, reaper_pid: int, teardown: contextlib.ExitStack) -> None:
+        loop = asyncio.get_running_loop()
+        sup = Supervisor(
+            listener,
+            (os.getpid(), reaper_pid, -os.getpgrp()),
+            self.run_path,
+            self.sink.emit,
+            audit=self.policy.mode == "audit",
+            stop_pids=self.stop_pids,
+        )
+        loop.add_reader(listener, sup.on_readable)
+        teardown.callback(sup.close)
+        teardown.callback(loop.remove_reader, listener)
+
+    def _proxy_settings(self) -> None:
+        settings = proxyenv.find(os.environ)  # where the command's environment came from (before `deny` strips it)
+        for e in proxyenv.events(settings, self.policy.http_proxy):
+            self.sink.emit(e)
+        if settings and self.policy.http_proxy == "warn":
+            _warn(
+                f"{', '.join(s.var for s in settings)} set: a forward proxy outside the run fetches what the command "
+                "asks it to, and the guard sees only the proxy's address; --http-proxy-policy deny makes clients go "
+                "direct, where every name is checked"
+            )
 
     async def main(self) -> int:
         loop = asyncio.get_running_loop()
+        self.tampered = loop.create_future()
         upstreams = [parse_upstream(u) for u in self.policy.upstreams] or system_upstreams()
         proxy = DnsProxy(
             self.policy,
@@ -330,8 +389,10 @@ class _Run:
         with contextlib.ExitStack() as teardown:
             teardown.callback(proxy.close)
             programs = await self._setup(proxy, teardown)
+            self._proxy_settings()
             link_fds = [self.lib.call("bpf_link__fd", link) for link in programs.links]
-            teardown.callback(reaper.start(self.cg.path, link_fds).stop)
+            reap = reaper.start(self.cg.path, link_fds)
+            teardown.callback(reap.stop)
             teardown.callback(_remove_quietly, self.cg)
             # Signals are caught before the command exists, so none can hit the guard unhandled at start.
             for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
@@ -339,48 +400,76 @@ class _Run:
                 teardown.callback(loop.remove_signal_handler, sig)
             terminal = _owned_terminal()
             teardown.callback(_take_terminal_back, terminal)
-            proc = self._spawn(terminal)
-            self._child_pgid = proc.pid
+            proc, listener = self._spawn(terminal, reap.pid)
+            self._child_pid = proc.pid
+            if listener is not None:
+                self._start_supervisor(listener, reap.pid, teardown)
             _give_terminal(terminal, proc.pid)
             for sig in self._early_signals:
                 self._forward(sig)
-            return await self._wait(proc, proxy)
+            return await self._wait(proc, proxy, programs, reap)
         raise AssertionError("unreachable")  # for mypy: the with block always returns or raises
 
-    async def _wait(self, proc: subprocess.Popen[bytes], proxy: DnsProxy) -> int:
-        """Wait for the command, or for the proxy to fail (then kill the run: fail closed)."""
+    async def _wait(
+        self, proc: subprocess.Popen[bytes], proxy: DnsProxy, programs: Programs, reap: reaper.Reaper
+    ) -> int:
+        """Wait for the command, the proxy to fail, or the guard's integrity to break (then kill the run)."""
         loop = asyncio.get_running_loop()
         exited: asyncio.Future[None] = loop.create_future()
         pidfd = os.pidfd_open(proc.pid)
+        reaper_fd = os.pidfd_open(reap.pid)
         loop.add_reader(pidfd, _resolve, exited)
+        loop.add_reader(reaper_fd, self.integrity.reaper_died)
+        checker = loop.create_task(self._check_links(programs))
         try:
-            assert proxy.failed is not None
-            waiters: list[asyncio.Future[Any]] = [exited, proxy.failed]
+            assert proxy.failed is not None and self.tampered is not None
+            waiters: list[asyncio.Future[Any]] = [exited, proxy.failed, self.tampered]
             await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            loop.remove_reader(pidfd)
-            os.close(pidfd)
-        if proxy.failed.done():
+            checker.cancel()
+            for fd in (pidfd, reaper_fd):
+                loop.remove_reader(fd)
+                os.close(fd)
+        if proxy.failed.done() or self.tampered.done():
             self.cg.kill()
             proc.wait(timeout=10)
-            raise proxy.failed.result()
+            self.drain()
+            raise proxy.failed.result() if proxy.failed.done() else self.integrity.error()
         code = _exit_code(proc.wait())
         # Anything the command left running (daemons) would go on unguarded: it stops with the run.
         self.cg.kill()
         await asyncio.sleep(0)
         self.drain()
+        if self.tampered.done():
+            raise self.integrity.error()
         return code
+
+    async def _check_links(self, programs: Programs) -> None:
+        while True:
+            await asyncio.sleep(0.5)
+            self.integrity.check_links(programs.links)
 
     def _close_ring_buffer(self, loop: asyncio.AbstractEventLoop) -> None:
         if not self.rb:
             return
-        if self.maps is not None:
-            self.sink.lost = self.maps.lost_events()
         with contextlib.suppress(Exception):
             loop.remove_reader(self.lib.call("ring_buffer__epoll_fd", self.rb))
         self.drain()
+        if self.maps is not None:
+            counts = self.maps.counters()
+            self.sink.unreported = {UNREPORTED[i]: counts[i] for i in sorted(UNREPORTED) if counts[i]}
         self.lib.call("ring_buffer__free", self.rb)
         self.rb = 0
+
+
+def _child_main(setup: launch.ChildSetup, err_w: int) -> None:
+    """preexec_fn: Popen only says 'Exception occurred in preexec_fn', so the reason goes to the guard first."""
+    try:
+        launch.child_setup(setup)
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            os.write(err_w, f"{exc}".encode()[:4000])
+        raise
 
 
 def _owned_terminal() -> int | None:
@@ -393,20 +482,12 @@ def _owned_terminal() -> int | None:
         return None
 
 
-def _child_setup(procs: Path, terminal: int | None) -> None:
-    """In the child, between fork and exec: enter the cgroup, then take the terminal for the new process group."""
-    cgroup.join(procs)
-    if terminal is not None:
-        with contextlib.suppress(OSError), _ignoring(signal.SIGTTOU):
-            os.tcsetpgrp(terminal, os.getpgrp())
-
-
 def _give_terminal(fd: int | None, pgid: int) -> None:
     """The parent's half of the hand-over, as shells do it: set the foreground group too (whichever of parent and
     child runs first wins the race harmlessly), then continue the group in case a read stopped it in between."""
     if fd is None:
         return
-    with contextlib.suppress(OSError), _ignoring(signal.SIGTTOU):
+    with contextlib.suppress(OSError), launch.ignoring(signal.SIGTTOU):
         os.tcsetpgrp(fd, pgid)
     with contextlib.suppress(ProcessLookupError):
         os.killpg(pgid, signal.SIGCONT)
@@ -415,27 +496,13 @@ def _give_terminal(fd: int | None, pgid: int) -> None:
 def _take_terminal_back(fd: int | None) -> None:
     if fd is None:
         return
-    with contextlib.suppress(OSError), _ignoring(signal.SIGTTOU):  # we are a background group by now
+    with contextlib.suppress(OSError), launch.ignoring(signal.SIGTTOU):  # we are a background group by now
         os.tcsetpgrp(fd, os.getpgrp())
-
-
-@contextlib.contextmanager
-def _ignoring(sig: signal.Signals) -> Iterator[None]:
-    old = signal.signal(sig, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(sig, old)
 
 
 def _resolve(fut: asyncio.Future[None]) -> None:
     if not fut.done():
         fut.set_result(None)
-
-
-def procinfo_time(ts_ns: int) -> float:
-    """Kernel monotonic nanoseconds -> unix seconds."""
-    return time.time() - (time.monotonic_ns() - ts_ns) / 1e9
 
 
 def _event_loop_run(main: Coroutine[Any, Any, int]) -> int:

@@ -5,44 +5,33 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
-static __always_inline void save_orig(__u64 cookie, __u8 family, const __u32 *addr, __u16 port)
-{
-	struct orig_dst o = { .port = port, .family = family };
-
-	__builtin_memcpy(o.addr, addr, 16);
-	bpf_map_update_elem(&orig_dst, &cookie, &o, BPF_ANY);
-}
-
 SEC("cgroup/connect4")
 int guard_connect4(struct bpf_sock_addr *ctx)
 {
-	__u64 cookie = bpf_get_socket_cookie(ctx);
 	__u32 addr[4] = { ctx->user_ip4, 0, 0, 0 };
 	__u32 rule = RULE_NONE;
 	__u8 verdict;
 
 	if (ctx->user_port == bpf_htons(53)) {
-		remember_owner(cookie, 0);
-		save_orig(cookie, 4, addr, ctx->user_port);
+		save_orig(ctx->sk, 4, addr, ctx->user_port);
 		ctx->user_ip4 = cfg.proxy_ip4;
 		ctx->user_port = cfg.proxy_port;
 		return 1;
 	}
 	verdict = decide4(ctx->user_ip4, &rule);
-	return enforce_sock(cookie, HOOK_CONNECT, verdict, rule, 4, ctx->protocol, addr, ctx->user_port);
+	return enforce_sock(ctx->sk, bpf_get_socket_cookie(ctx), HOOK_CONNECT, verdict, rule, 4, ctx->protocol, addr,
+			    ctx->user_port);
 }
 
 SEC("cgroup/connect6")
 int guard_connect6(struct bpf_sock_addr *ctx)
 {
-	__u64 cookie = bpf_get_socket_cookie(ctx);
 	__u32 addr[4] = { ctx->user_ip6[0], ctx->user_ip6[1], ctx->user_ip6[2], ctx->user_ip6[3] };
 	__u32 rule = RULE_NONE;
 	__u8 verdict;
 
 	if (ctx->user_port == bpf_htons(53)) {
-		remember_owner(cookie, 0);
-		save_orig(cookie, 6, addr, ctx->user_port);
+		save_orig(ctx->sk, 6, addr, ctx->user_port);
 		if (is_v4_mapped(addr) || !cfg.proxy_v6) {
 			/* ::ffff:127.0.0.1 reaches the IPv4 listener from a dual-stack socket. */
 			ctx->user_ip6[0] = 0;
@@ -59,5 +48,6 @@ int guard_connect6(struct bpf_sock_addr *ctx)
 		return 1;
 	}
 	verdict = decide6(addr, &rule);
-	return enforce_sock(cookie, HOOK_CONNECT, verdict, rule, 6, ctx->protocol, addr, ctx->user_port);
+	return enforce_sock(ctx->sk, bpf_get_socket_cookie(ctx), HOOK_CONNECT, verdict, rule, 6, ctx->protocol, addr,
+			    ctx->user_port);
 }

@@ -37,24 +37,34 @@ struct ports {
 	__u16 dest;
 };
 
-static __always_inline void record_client(struct __sk_buff *skb, __u64 cookie, __u8 protocol, __u16 sport)
+static __always_inline struct owner *owner_of(struct __sk_buff *skb)
+{
+	struct bpf_sock *sk = skb->sk;
+
+	if (!sk)
+		return 0;
+	sk = bpf_sk_fullsock(sk);
+	return sk ? bpf_sk_storage_get(&sock_owner, sk, 0, 0) : 0;
+}
+
+static __always_inline void record_client(struct __sk_buff *skb, __u8 protocol, __u16 sport)
 {
 	struct port_key key = { .port = sport, .protocol = protocol };
-	struct owner *o = bpf_map_lookup_elem(&sock_owner, &cookie);
+	struct owner *o = owner_of(skb);
 
 	if (o)
 		bpf_map_update_elem(&client_ports, &key, o, BPF_ANY);
 }
 
-static __always_inline int judge(struct __sk_buff *skb, __u64 cookie, __u8 family, __u8 protocol, __u32 *daddr,
-				 __u16 dport, __u8 verdict, __u32 rule)
+static __always_inline int judge(struct __sk_buff *skb, __u8 family, __u8 protocol, __u32 *daddr, __u16 dport,
+				 __u8 verdict, __u32 rule)
 {
 	struct owner *o;
 	struct guard_event *ev;
 
 	if (verdict == VERDICT_ALLOW)
 		return 1;
-	o = bpf_map_lookup_elem(&sock_owner, &cookie);
+	o = owner_of(skb);
 	/* Long-lived flows that passed at connect time survive the expiry of the learned address they used. */
 	if (o && (o->flags & OWNER_ALLOWED) && rule == RULE_STRICT)
 		return 1;
@@ -64,11 +74,10 @@ static __always_inline int judge(struct __sk_buff *skb, __u64 cookie, __u8 famil
 	if (!o || !(o->flags & OWNER_REPORTED)) {
 		if (o)
 			o->flags |= OWNER_REPORTED;
-		ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
+		ev = reserve_event(verdict);
 		if (ev) {
-			__builtin_memset(ev, 0, sizeof(*ev));
-			ev->ts_ns = bpf_ktime_get_ns();
-			ev->cookie = cookie;
+			/* Softirq or a retransmit may run this for another task: the socket's owner is who sent it. */
+			ev->cookie = bpf_get_socket_cookie(skb);
 			ev->pid = o ? o->pid : 0;
 			if (o)
 				__builtin_memcpy(ev->comm, o->comm, sizeof(ev->comm));
@@ -76,18 +85,17 @@ static __always_inline int judge(struct __sk_buff *skb, __u64 cookie, __u8 famil
 			ev->port = dport;
 			ev->family = family;
 			ev->protocol = protocol;
-			ev->verdict = verdict;
 			ev->hook = HOOK_EGRESS;
 			__builtin_memcpy(ev->addr, daddr, 16);
 			bpf_ringbuf_submit(ev, 0);
-		} else {
-			count_lost();
 		}
+	} else {
+		count(COUNT_REPEAT_DENIED);
 	}
 	return verdict == VERDICT_AUDIT ? 1 : 0;
 }
 
-static __always_inline int egress4(struct __sk_buff *skb, __u64 cookie)
+static __always_inline int egress4(struct __sk_buff *skb)
 {
 	struct ip4_hdr ip;
 	struct ports p = {};
@@ -99,14 +107,14 @@ static __always_inline int egress4(struct __sk_buff *skb, __u64 cookie)
 	if (ip.protocol == GUARD_IPPROTO_TCP || ip.protocol == GUARD_IPPROTO_UDP)
 		bpf_skb_load_bytes(skb, (ip.ver_ihl & 0xf) * 4, &p, sizeof(p));
 	if (ip.daddr == cfg.proxy_ip4 && p.dest == cfg.proxy_port && p.dest) {
-		record_client(skb, cookie, ip.protocol, p.source);
+		record_client(skb, ip.protocol, p.source);
 		return 1;
 	}
 	daddr[0] = ip.daddr;
-	return judge(skb, cookie, 4, ip.protocol, daddr, p.dest, decide4(ip.daddr, &rule), rule);
+	return judge(skb, 4, ip.protocol, daddr, p.dest, decide4(ip.daddr, &rule), rule);
 }
 
-static __always_inline int egress6(struct __sk_buff *skb, __u64 cookie)
+static __always_inline int egress6(struct __sk_buff *skb)
 {
 	struct ip6_hdr ip;
 	struct ports p = {};
@@ -118,20 +126,18 @@ static __always_inline int egress6(struct __sk_buff *skb, __u64 cookie)
 	if (ip.nexthdr == GUARD_IPPROTO_TCP || ip.nexthdr == GUARD_IPPROTO_UDP)
 		bpf_skb_load_bytes(skb, sizeof(ip), &p, sizeof(p));
 	if (is_loopback6(ip.daddr) && p.dest == cfg.proxy_port && p.dest) {
-		record_client(skb, cookie, ip.nexthdr, p.source);
+		record_client(skb, ip.nexthdr, p.source);
 		return 1;
 	}
-	return judge(skb, cookie, 6, ip.nexthdr, ip.daddr, p.dest, decide6(ip.daddr, &rule), rule);
+	return judge(skb, 6, ip.nexthdr, ip.daddr, p.dest, decide6(ip.daddr, &rule), rule);
 }
 
 SEC("cgroup_skb/egress")
 int guard_egress(struct __sk_buff *skb)
 {
-	__u64 cookie = bpf_get_socket_cookie(skb);
-
 	if (skb->protocol == bpf_htons(ETH_P_IP))
-		return egress4(skb, cookie);
+		return egress4(skb);
 	if (skb->protocol == bpf_htons(ETH_P_IPV6))
-		return egress6(skb, cookie);
+		return egress6(skb);
 	return 1;
 }
