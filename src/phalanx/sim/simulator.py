@@ -15,6 +15,7 @@ import heapq
 import random
 from collections import Counter
 from collections.abc import Callable, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,7 +34,7 @@ from phalanx.sim.faults import NodeEvent, NodeFailures
 from phalanx.sim.jobs import GPU, NAMESPACE, batch_job, claim_template_of, job_objects, tolerations_for
 from phalanx.sim.workload import BLOCK, HOSTNAME, RACK, JobRecord
 
-__all__ = ["CAUSES", "POLICIES", "JobRun", "Policy", "Sample", "SimulationResult", "simulate"]
+__all__ = ["CAUSES", "POLICIES", "JobRun", "Observer", "Policy", "Sample", "SimulationResult", "simulate"]
 
 _COMPLETE, _POD_FAILURE, _NODE, _ARRIVE = 0, 1, 2, 3
 POOL_LABEL = "phalanx.dev/pool"
@@ -112,6 +113,10 @@ class JobRun:
     lost_by: dict[str, float] = field(default_factory=lambda: dict.fromkeys(CAUSES, 0.0))  # cause -> GPU-seconds
 
 
+# Sees (now, the engine, the jobs' runs, the indices of the jobs waiting to start) after every instant.
+Observer = Callable[[float, Scheduler, Sequence[JobRun], AbstractSet[int]], None]
+
+
 @dataclass
 class Sample:
     time: float
@@ -145,13 +150,16 @@ def simulate(
     seed: int = 0,
     on_step: Callable[[Scheduler, float], None] | None = None,
     devices: ClusterDevices | None = None,
+    observer: Observer | None = None,
 ) -> SimulationResult:
     """Run ``jobs`` on ``nodes`` under ``policy`` until no event is left. ``node_events`` and ``failures`` fail,
     drain and recover nodes; ``seed`` drives generated node failures and pod failures. ``on_step`` sees the engine
     after every instant (tests use it to check invariants). ``devices`` are the cluster's DeviceClasses and
-    ResourceSlices; its GPU devices count as GPUs in every metric, next to ``nvidia.com/gpu``."""
+    ResourceSlices; its GPU devices count as GPUs in every metric, next to ``nvidia.com/gpu``. ``observer`` sees
+    the engine, the jobs and the waiting ones after every instant (``sim.timeline`` records the report's per-job
+    timeline and wait reasons from it)."""
     sim = _Simulation(nodes, jobs, policy, node_events, failures, seed, devices)
-    return sim.run(progress, on_step)
+    return sim.run(progress, on_step, observer)
 
 
 class _Simulation:
@@ -199,7 +207,10 @@ class _Simulation:
     # --- the loop ------------------------------------------------------------------------------------------------
 
     def run(
-        self, progress: Callable[[int], None] | None, on_step: Callable[[Scheduler, float], None] | None
+        self,
+        progress: Callable[[int], None] | None,
+        on_step: Callable[[Scheduler, float], None] | None,
+        observer: Observer | None = None,
     ) -> SimulationResult:
         seen_evictions = 0
         while self.heap:
@@ -221,6 +232,8 @@ class _Simulation:
             self.result.samples.append(self._sample(now))
             if on_step is not None:
                 on_step(self.sched, now)
+            if observer is not None:
+                observer(now, self.sched, self.runs, self.waiting)
         return self.result
 
     def _dispatch(self, now: float, kind: int, tag: int, i: int, progress: Callable[[int], None] | None) -> None:
