@@ -33,13 +33,14 @@ def load_helios(path: str) -> LoadedTrace:
     for line, row in enumerate(rows, start=2):  # line 1 is the header
         try:
             item = _parse(row)
+            shape = _shape(row)
         except (ValueError, TypeError) as exc:
             problems.append(f"{path}:{line}: job_id {row.get('job_id')}: {exc}")
             continue
         if item is None:
             skipped["duration 0 (never ran)"] += 1
             continue
-        parsed.append((*item, row, *_shape(row)))
+        parsed.append((*item, row, *shape))
     if problems:
         raise InputError(problems)
     return LoadedTrace(_records(parsed), skipped.notes())
