@@ -23,8 +23,7 @@ from phalanx.sim.faults import NodeEvent, NodeFailures
 from phalanx.sim.metrics import summary
 from phalanx.sim.report import render_report
 from phalanx.sim.runs import RunKey, SimulationRun
-from phalanx.sim.scenario import Scenario
-from phalanx.sim.scenario import KubeCluster, load_cluster, scenario_from
+from phalanx.sim.scenario import KubeCluster, Scenario, load_cluster, scenario_from
 from phalanx.sim.simulator import POLICIES, SimulationResult, simulate
 from phalanx.sim.workload import ClusterSpec, JobRecord, devices_of, generate_jobs, load_trace, nodes_of
 

@@ -5,6 +5,7 @@ tests are skipped locally and fail in CI (the test extra installs it)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -65,14 +66,10 @@ def ray_head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, di
         yield f"127.0.0.1:{port}", env
     finally:
         head.send_signal(signal.SIGTERM)  # `ray start --block` stops what it started
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             head.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            pass
-        try:  # anything left of the head's own process group (gcs, raylet, workers)
+        with contextlib.suppress(ProcessLookupError):  # what is left of the head's process group (gcs, raylet)
             os.killpg(head.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         head.wait()
         if reader is not None:
             reader.join(timeout=10)

@@ -4,6 +4,7 @@ job's life and agree with the run's own start and end."""
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 
 import pytest
@@ -69,7 +70,7 @@ def test_spans_tile_each_job_and_agree_with_its_run(policy: str) -> None:
     for run, line in zip(result.runs, lines, strict=True):
         spans = line.spans
         assert spans[0].state == "queued" and spans[0].start == run.job.submit
-        assert all(x.end == y.start for x, y in zip(spans, spans[1:], strict=False))  # no gap, no overlap
+        assert all(x.end == y.start for x, y in itertools.pairwise(spans))  # no gap, no overlap
         causes = Counter(s.ended_by for s in spans if s.ended_by in CAUSES)
         assert causes == +run.restarts_by  # every restart ends a span, with its cause
         if run.end is not None:
