@@ -286,8 +286,9 @@ def simulate(
     from phalanx.sim.sweep import backend_for
     from phalanx.sim.traces import TraceWindow
 
+    backend = backend_for(workers, ray_address)
     if experiment == "fragmentation":
-        _fragmentation_experiment(nodes_csv, pods_csv, policies, seeds, runner, output)
+        _fragmentation_experiment(nodes_csv, pods_csv, policies, seeds, runner, output, backend)
         return
     sweep = SweepPlan(
         cluster,
@@ -302,7 +303,7 @@ def simulate(
         pod_failure_probability,
         policies,
     )
-    _simulate_sweep(sweep, backend_for(workers, ray_address), report, metrics_path, timeseries, output)
+    _simulate_sweep(sweep, backend, report, metrics_path, timeseries, output)
 
 
 def _simulate_sweep(
@@ -351,15 +352,22 @@ def _simulate_sweep(
 
 
 def _fragmentation_experiment(
-    nodes_csv: str | None, pods_csv: str | None, policies: tuple[str, ...], seeds: int, runner: str, output: str
+    nodes_csv: str | None,
+    pods_csv: str | None,
+    policies: tuple[str, ...],
+    seeds: int,
+    runner: str,
+    output: str,
+    backend: Backend,
 ) -> None:
-    """`simulate --experiment fragmentation`: the openb procedure per policy and seed, then a table or JSON."""
+    """`simulate --experiment fragmentation`: the openb procedure per policy and seed (a sweep), then a table or
+    JSON; exit 1 if a run failed twice."""
     from rich.progress import Progress
 
     from phalanx.render import render_simulation
     from phalanx.scheduling.gpu_share import POLICIES
-    from phalanx.sim.fragmentation import experiment, trace_name
-    from phalanx.sim.fragmentation_engine import run_engine
+    from phalanx.sim.fragmentation import trace_name
+    from phalanx.sim.fragmentation_sweep import sweep_experiment
     from phalanx.sim.openb import load_nodes, load_pods
 
     if not nodes_csv or not pods_csv:
@@ -367,16 +375,14 @@ def _fragmentation_experiment(
     nodes, pods = load_nodes(nodes_csv), load_pods(pods_csv)
     chosen = list(policies) or list(POLICIES)
     with Progress(console=Console(stderr=True), transient=True, disable=not sys.stderr.isatty()) as bar:
-        tasks = {name: bar.add_task(name, total=max(seeds, 0)) for name in chosen}
-        result = experiment(
-            nodes,
-            pods,
-            trace_name(pods_csv),
-            chosen,
-            seeds,
-            lambda p, n: bar.advance(tasks[p], n),
-            run_engine if runner == "engine" else None,
-        )
+        task = bar.add_task(f"{len(chosen) * max(seeds, 0)} run(s)", total=len(chosen) * max(seeds, 0))
+        engine = runner == "engine"
+        progress = lambda done, total: bar.update(task, completed=done, total=total)  # noqa: E731
+        result, failures = sweep_experiment(nodes, pods, trace_name(pods_csv), chosen, seeds, engine, backend, progress)
+    for failure in failures:
+        click.echo(f"phalanx: run {failure.label} failed {failure.attempts} time(s): {failure.error}", err=True)
+    if result is None:
+        sys.exit(1)
     if output == "json":
         click.echo(json.dumps(result.to_json(), indent=2))
     else:

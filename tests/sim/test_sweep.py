@@ -97,3 +97,21 @@ def test_simulate_gives_the_same_json_on_one_or_two_workers(tmp_path: Path) -> N
     # The aggregate is the mean over the seeds' rows.
     gang = [r["queueSeconds"]["mean"] for r in doc["policies"] if r["policy"] == "gang"]
     assert doc["aggregate"][0]["queueSeconds.mean"]["mean"] == pytest.approx(sum(gang) / 2, abs=1e-3)
+
+
+def test_the_fragmentation_experiment_as_a_sweep_matches_the_sequential_one() -> None:
+    from phalanx.sim.fragmentation import experiment
+    from phalanx.sim.openb import load_nodes, load_pods
+
+    data = Path(__file__).resolve().parent / "data"
+    nodes_csv, pods_csv = str(data / "openb_nodes_sample.csv"), str(data / "openb_pods_sample.csv")
+    args = ["simulate", "--experiment", "fragmentation", "--nodes", nodes_csv, "--pods", pods_csv, "--seeds", "2"]
+    args += ["--runner", "array", "--policy", "fgd", "--policy", "phalanx", "-o", "json"]
+    outputs = []
+    for workers in ("1", "2"):
+        result = CliRunner().invoke(cli, [*args, "--workers", workers])
+        assert result.exit_code == 0, result.output
+        outputs.append(result.stdout)
+    assert outputs[0] == outputs[1]
+    sequential = experiment(load_nodes(nodes_csv), load_pods(pods_csv), "openb_pods_sample", ["fgd", "phalanx"], 2)
+    assert json.loads(outputs[0]) == sequential.to_json()
