@@ -376,9 +376,16 @@ def _fragmentation_experiment(
     chosen = list(policies) or list(POLICIES)
     with Progress(console=Console(stderr=True), transient=True, disable=not sys.stderr.isatty()) as bar:
         task = bar.add_task(f"{len(chosen) * max(seeds, 0)} run(s)", total=len(chosen) * max(seeds, 0))
-        engine = runner == "engine"
-        progress = lambda done, total: bar.update(task, completed=done, total=total)  # noqa: E731
-        result, failures = sweep_experiment(nodes, pods, trace_name(pods_csv), chosen, seeds, engine, backend, progress)
+        result, failures = sweep_experiment(
+            nodes,
+            pods,
+            trace_name(pods_csv),
+            chosen,
+            seeds,
+            runner == "engine",
+            backend,
+            lambda done, total: bar.update(task, completed=done, total=total),
+        )
     for failure in failures:
         click.echo(f"phalanx: run {failure.label} failed {failure.attempts} time(s): {failure.error}", err=True)
     if result is None:

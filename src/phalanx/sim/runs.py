@@ -19,6 +19,7 @@ from phalanx.sim.simulator import Policy, SimulationResult, policy_of, simulate
 from phalanx.sim.sweep import Failure
 from phalanx.sim.timeline import JobTimeline, TimelineRecorder
 from phalanx.sim.traces import TraceWindow, load_jobs
+from phalanx.sim.workload import JobRecord
 
 __all__ = ["RunKey", "RunOutput", "SimulationRun", "SweepPlan", "plan", "summary_tables", "sweep_json", "sweep_title"]
 
@@ -124,7 +125,7 @@ def _traces(workloads: Sequence[str], preset: str) -> list[tuple[str, str | None
     return out
 
 
-def _scenario(p: SweepPlan, path: str | None, seed: int, jobs: list[Any] | None) -> sc.Scenario:
+def _scenario(p: SweepPlan, path: str | None, seed: int, jobs: list[JobRecord] | None) -> sc.Scenario:
     """One trace under one seed. Jobs a public-format reader gave replace the generated ones; the cluster,
     node events and failure model come from the cluster spec as for any trace."""
     if jobs is None:

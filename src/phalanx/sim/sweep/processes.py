@@ -39,6 +39,7 @@ class ProcessSession:
         self.size = workers
         self.workers: list[_Worker] = []
         self.queue: deque[tuple[int, Task[Any]]] = deque()
+        self.ended: list[Done] = []  # attempts that ended, not yet reported
 
     def submit(self, index: int, task: Task[Any]) -> None:
         self.queue.append((index, task))
@@ -52,30 +53,29 @@ class ProcessSession:
                 self.workers.append(idle)
             if idle is None:
                 return
-            index, task = self.queue[0]
+            index, task = self.queue.popleft()
             data = ForkingPickler.dumps((index, task))  # a task that cannot be pickled is a bug: raise here
             try:
                 idle.conn.send_bytes(data)
-            except OSError:  # the worker died while idle: replace it and send again
+            except OSError:  # the worker died before it took the run: that attempt failed (and may be retried)
                 self._replace(idle)
+                self.ended.append(Done(index, "failed", "the worker process died before it took the run"))
                 continue
-            self.queue.popleft()
             idle.index = index
 
     def wait(self, progress: Callable[[int, int], None]) -> list[Done]:
-        while True:
+        while not self.ended:
             busy = [w for w in self.workers if w.index is not None]
             if not busy:
                 raise RuntimeError("sweep: waiting with no attempt running")
             wait([w.conn for w in busy] + [w.process.sentinel for w in busy])
-            ended: list[Done] = []
             for w in busy:
                 end = self._drain(w, progress)
                 if end is not None:
-                    ended.append(end)
-            if ended:
-                self._dispatch()
-                return ended
+                    self.ended.append(end)
+            self._dispatch()
+        ended, self.ended = self.ended, []
+        return ended
 
     def _drain(self, w: _Worker, progress: Callable[[int, int], None]) -> Done | None:
         """Read what the worker sent; an ended attempt, or its death, frees the worker."""
