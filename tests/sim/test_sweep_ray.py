@@ -44,9 +44,7 @@ def ray_head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, di
             pytest.fail("ray is not installed (pip install -e '.[test]' installs it)")
         pytest.skip("ray is not installed")
     base = tmp_path_factory.mktemp("ray")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port, client_port = _free_port(), _free_port()
     env = dict(
         os.environ,
         HOME=str(base),  # Ray keeps state under ~/.ray: keep it in the test's directory
@@ -55,7 +53,8 @@ def ray_head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, di
         RAY_USAGE_STATS_ENABLED="0",
         PYTHONPATH=os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),  # workers import sweep_tasks
     )
-    args = [ray, "start", "--head", f"--port={port}", "--num-cpus=2", f"--temp-dir={base / 't'}"]
+    args = [ray, "start", "--head", f"--port={port}", f"--ray-client-server-port={client_port}", "--num-cpus=2"]
+    args += [f"--temp-dir={base / 't'}"]
     args += ["--include-dashboard=false", f"--object-store-memory={256 * 2**20}", "--disable-usage-stats", "--block"]
     head = subprocess.Popen(
         args, env=env, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
@@ -63,6 +62,7 @@ def ray_head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, di
     reader: threading.Thread | None = None
     try:
         reader = _wait_started(head)
+        env["TEST_RAY_CLIENT"] = f"ray://127.0.0.1:{client_port}"
         yield f"127.0.0.1:{port}", env
     finally:
         head.send_signal(signal.SIGTERM)  # `ray start --block` stops what it started
@@ -75,6 +75,13 @@ def ray_head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, di
             reader.join(timeout=10)
         assert head.stdout is not None
         head.stdout.close()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
 
 
 def _wait_started(head: subprocess.Popen[str]) -> threading.Thread:
@@ -98,10 +105,13 @@ def _wait_started(head: subprocess.Popen[str]) -> threading.Thread:
     return reader
 
 
+@pytest.mark.parametrize("client", [False, True], ids=["gcs address", "ray client"])
 def test_simulate_on_ray_gives_the_same_json_as_one_process(
-    ray_head: tuple[str, dict[str, str]], tmp_path: Path
+    ray_head: tuple[str, dict[str, str]], tmp_path: Path, client: bool
 ) -> None:
     address, env = ray_head
+    if client:
+        address = env["TEST_RAY_CLIENT"]  # ray://: what a laptop uses to reach a remote cluster's head
     args = ["simulate", "--jobs", "40", "--seeds", "2", "--policy", "gang", "--policy", "pod-by-pod", "-o", "json"]
     on_ray = subprocess.run(
         [sys.executable, "-m", "phalanx", *args, "--report", str(tmp_path / "ray.html"), "--ray", address],

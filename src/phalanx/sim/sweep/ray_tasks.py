@@ -4,6 +4,7 @@ counted per finished run. The workers must run the same phalanx as this driver; 
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 from collections.abc import Callable
 from typing import Any
@@ -69,8 +70,9 @@ class RaySession:
         return ended
 
     def close(self) -> None:
-        for ref in self.running:
-            self.ray.cancel(ref, force=True)
+        for ref in self.running:  # an error or Ctrl-C left runs going: stop them, best effort
+            with contextlib.suppress(Exception):  # a cancel that fails changes nothing for the caller
+                self.ray.cancel(ref, force=True)
         self.running.clear()
         self.ray.shutdown()
 
