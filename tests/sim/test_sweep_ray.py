@@ -105,9 +105,9 @@ def _wait_started(head: subprocess.Popen[str]) -> threading.Thread:
     return reader
 
 
-# Ray Client first: on Ray 2.60, a Ray Client connection made right after a GCS-address driver's four runs on this
-# one-node cluster failed (the client server's per-client process died at start), every time, in either order of
-# the other tests; the other way round it passes.
+# Ray Client first: on Ray 2.60, a Ray Client connection made right after the GCS-address driver's four runs on
+# this one-node cluster failed every time (the client server's per-client process died at start); in this order
+# both pass.
 @pytest.mark.parametrize("client", [True, False], ids=["ray client", "gcs address"])
 def test_simulate_on_ray_gives_the_same_json_as_one_process(
     ray_head: tuple[str, dict[str, str]], tmp_path: Path, client: bool
