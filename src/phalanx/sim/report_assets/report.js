@@ -25,7 +25,7 @@
 
   function layout(title, xTitle, yTitle, extra) {
     return Object.assign({title: {text: title, x: 0, xanchor: "left", font: {size: 15}}, font: FONT,
-      xaxis: axis(xTitle), yaxis: axis(yTitle), margin: {l: 70, r: 30, t: 48, b: 56},
+      xaxis: axis(xTitle, {hoverformat: ".2f"}), yaxis: axis(yTitle), margin: {l: 70, r: 30, t: 48, b: 56},
       legend: {orientation: "h", y: -0.22}, hovermode: "x unified", height: 340,
       paper_bgcolor: "#fff", plot_bgcolor: "#fff"}, extra || {});
   }
