@@ -97,18 +97,18 @@ def main() -> int:
         what = f"experiment, {args.runner} runner: {len(tasks)} runs (openb default, 4 policies x {args.seeds} seeds)"
     print(what)
     print(f"{available_cpus()} CPU(s) available, load average {os.getloadavg()[0]:.1f}")
-    print(f"{'backend':28} {'wall s':>8} {'speed-up':>9}  same results")
+    print(f"{'backend':28} {'wall s':>8} {'speed-up':>9} {'load':>5}  same results")
     base: tuple[float, str] | None = None
     for name in args.backends.split(","):
         backend = BACKENDS[name]
-        extra = ""
+        extra, load = "", os.getloadavg()[0]  # the machine's 1-minute load when the measurement started
         if isinstance(backend, RayCluster):
             startup, _ = measure([_Nothing()], backend)
             extra = f"  (of which ~{startup:.1f} s start Ray and stop it)"
         wall, prints = measure(tasks, backend)
         base = base or (wall, prints)
         same = "yes" if prints == base[1] else "NO"
-        print(f"{LABELS[name]:28} {wall:8.1f} {base[0] / wall:8.2f}x  {same}{extra}")
+        print(f"{LABELS[name]:28} {wall:8.1f} {base[0] / wall:8.2f}x {load:5.1f}  {same}{extra}")
     return 0
 
 
