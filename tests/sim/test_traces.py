@@ -183,6 +183,9 @@ def test_format_options_are_checked(tmp_path: Path) -> None:
         load_jobs(str(tmp_path / "missing.csv"), "phalanx")
     with pytest.raises(InputError, match="cannot read the trace"):
         load_jobs(str(tmp_path / "missing.json"))
+    result = CliRunner().invoke(cli, ["simulate", "--trace-window", "0:1", "--report", str(tmp_path / "r.html")])
+    assert result.exit_code == 2 and "--trace-window applies to --workload traces" in result.stderr
+    assert not (tmp_path / "r.html").exists()
 
 
 def test_the_documented_replay_command_runs(tmp_path: Path) -> None:

@@ -96,6 +96,8 @@ def plan(p: SweepPlan, default_policies: Sequence[str]) -> tuple[list[Simulation
     is read and checked here, before any run starts: a bad one is an InputError."""
     if p.seeds < 1:
         raise InputError([f"--seeds must be at least 1, got {p.seeds}"])
+    if p.window is not None and not p.workloads:
+        raise InputError(["--trace-window applies to --workload traces in a public format (philly, helios)"])
     specs = list(p.policies) or list(default_policies)
     policies = [policy_of(spec) for spec in specs]
     names = [x.name for x in policies]
