@@ -5,6 +5,7 @@ the same JSON byte for byte as one process."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -115,3 +116,26 @@ def test_the_fragmentation_experiment_as_a_sweep_matches_the_sequential_one() ->
     assert outputs[0] == outputs[1]
     sequential = experiment(load_nodes(nodes_csv), load_pods(pods_csv), "openb_pods_sample", ["fgd", "phalanx"], 2)
     assert json.loads(outputs[0]) == sequential.to_json()
+
+
+@pytest.mark.parametrize(
+    ("address", "message"),
+    [
+        ("127.0.0.1:1", "--ray 127.0.0.1:1: nothing answers at 127.0.0.1:1"),
+        ("ray://127.0.0.1:1", "--ray ray://127.0.0.1:1: nothing answers at 127.0.0.1:1"),
+        ("head", "--ray head: want auto, local, HOST:PORT or ray://HOST:PORT"),
+    ],
+)
+def test_a_ray_address_nothing_answers_at_is_a_usage_error(tmp_path: Path, address: str, message: str) -> None:
+    pytest.importorskip("ray")
+    args = ["simulate", "--jobs", "5", "--ray", address, "--report", str(tmp_path / "r.html")]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 2 and result.stderr.startswith(message), result.output
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_ray_missing_is_a_usage_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)  # what `import ray` meets where Ray is not installed
+    result = CliRunner().invoke(cli, ["simulate", "--ray", "--report", str(tmp_path / "r.html")])
+    assert result.exit_code == 2
+    assert result.stderr == "--ray needs Ray in this environment: pip install 'phalanx[ray]'\n"

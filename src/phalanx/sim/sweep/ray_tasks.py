@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import socket
 from collections.abc import Callable
 from typing import Any
 
@@ -16,6 +17,7 @@ from phalanx.sim.sweep.driver import Done, Task, describe, execute
 __all__ = ["RaySession", "connect"]
 
 _INSTALL = "--ray needs Ray in this environment: pip install 'phalanx[ray]'"
+_REACH_TIMEOUT = 10.0  # seconds to open a TCP connection to the head
 
 
 def _ray() -> Any:
@@ -28,6 +30,7 @@ def _ray() -> Any:
 def connect(address: str) -> Any:
     """Join the cluster at ``address`` (``local`` starts a private one); the ``ray`` module, ready."""
     ray = _ray()
+    _check_reachable(address)
     options: dict[str, Any] = {"log_to_driver": False, "logging_level": "ERROR", "namespace": "phalanx"}
     if address == "local":
         options.update(address=None, include_dashboard=False)
@@ -39,6 +42,19 @@ def connect(address: str) -> Any:
         ray.shutdown()
         raise InputError([f"--ray {address}: cannot join a Ray cluster: {describe(exc)}"]) from exc
     return ray
+
+
+def _check_reachable(address: str) -> None:
+    """Fail fast on an address nothing answers at: Ray itself retries such a connection for minutes."""
+    if address in ("auto", "local"):
+        return
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if not sep or not port.isdigit():
+        raise InputError([f"--ray {address}: want auto, local, HOST:PORT or ray://HOST:PORT"])
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=_REACH_TIMEOUT).close()
+    except OSError as exc:
+        raise InputError([f"--ray {address}: nothing answers at {host}:{port} ({exc.strerror or exc})"]) from exc
 
 
 def _run_remote(version: str, index: int, task: Task[Any]) -> Done:
