@@ -24,6 +24,7 @@ __all__ = [
     "Task",
     "available_cpus",
     "backend_for",
+    "describe",
     "execute",
     "run_sweep",
 ]
