@@ -102,7 +102,10 @@ def test_validate_exit_codes(tmp_path: Path) -> None:
     ("content", "fragment"),
     [
         ("kind: [unclosed", "cannot parse"),
-        ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: 3}]}\n", "must be of type str"),
+        (
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: 3}]}\n",
+            "spec.containers[0].name: Invalid value: 3: must be of type string",
+        ),
     ],
     ids=["yaml-syntax", "wrong-type"],
 )
