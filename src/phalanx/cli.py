@@ -7,10 +7,11 @@ message on stderr and the traceback in a file).
 from __future__ import annotations
 
 import json
+import math
 import sys
 import tempfile
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from functools import wraps
 from typing import Any, TypeVar
 
@@ -22,6 +23,7 @@ from phalanx.api.errors import InputError
 from phalanx.guard.cli import guard
 
 F = TypeVar("F", bound=Callable[..., Any])
+_MAX_HOURS = 876_600.0  # 100 years: simulated times stay representable (phalanx.sim.faults.MAX_HOURS)
 
 
 def _exits(func: F) -> F:
@@ -44,6 +46,36 @@ def _exits(func: F) -> F:
             sys.exit(1)
 
     return wrapper  # type: ignore[return-value]
+
+
+class _Finite(click.ParamType):  # type: ignore[type-arg]
+    """A finite number within bounds: click's FLOAT takes ``nan`` and ``inf``, and NaN passes every range check."""
+
+    name = "number"
+
+    def __init__(self, low: float, high: float = math.inf, above: bool = False) -> None:
+        self.low, self.high, self.above = low, high, above
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number", param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        if number < self.low or (self.above and number == self.low) or number > self.high:
+            low = f"{'>' if self.above else '>='} {self.low:g}"
+            high = f" and <= {self.high:g}" if math.isfinite(self.high) else ""
+            self.fail(f"{value!r} is not {low}{high}", param, ctx)
+        return number
+
+
+_SECONDS = _Finite(0, above=True)
+
+
+def _warn(lines: Iterable[str]) -> None:
+    for line in lines:
+        click.echo(f"warning: {line}", err=True)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -70,7 +102,9 @@ def validate(paths: tuple[str, ...]) -> None:
     from phalanx.api.loader import load
     from phalanx.api.validation import validate as validate_inventory
 
-    problems = validate_inventory(load(paths))
+    inv = load(paths)
+    _warn(inv.warnings)
+    problems = validate_inventory(inv)
     if problems:
         raise InputError(problems)
     click.echo("valid", err=True)
@@ -93,7 +127,8 @@ def schedule(
     config = load_config(config_path) if config_path else None
     for warning in config.warnings if config else []:
         click.echo(f"warning: {warning}", err=True)
-    sched, _, timings = schedule_snapshot(paths, config, scheduler_name, seed=seed)
+    sched, inv, timings = schedule_snapshot(paths, config, scheduler_name, seed=seed)
+    _warn(inv.warnings)
     result = build_result(sched, timings)
     if output == "json":
         click.echo(json.dumps(result, indent=2))
@@ -108,16 +143,30 @@ def schedule(
 @cli.command()
 @click.option("--kubeconfig", type=click.Path(dir_okay=False), help="kubeconfig file; in-cluster config if omitted.")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), help="KubeSchedulerConfiguration YAML.")
-@click.option("--kube-api-qps", default=50.0, show_default=True, help="Client QPS to the API server (0 lifts it).")
-@click.option("--kube-api-burst", default=100, show_default=True, help="Client burst to the API server.")
+@click.option(
+    "--kube-api-qps",
+    type=_Finite(0),
+    default=50.0,
+    show_default=True,
+    help="Client QPS to the API server (0 lifts it).",
+)
+@click.option(
+    "--kube-api-burst", type=click.IntRange(1), default=100, show_default=True, help="Client burst to the API server."
+)
 @click.option("--leader-elect/--no-leader-elect", default=True, show_default=True)
 @click.option("--leader-elect-resource-namespace", default="kube-system", show_default=True)
 @click.option("--leader-elect-resource-name", default="phalanx", show_default=True)
-@click.option("--leader-elect-lease-duration", default=15.0, show_default=True, help="Seconds.")
-@click.option("--leader-elect-renew-deadline", default=10.0, show_default=True, help="Seconds.")
-@click.option("--leader-elect-retry-period", default=2.0, show_default=True, help="Seconds.")
+@click.option(
+    "--leader-elect-lease-duration", type=_Finite(0, above=True), default=15.0, show_default=True, help="Seconds."
+)
+@click.option(
+    "--leader-elect-renew-deadline", type=_Finite(0, above=True), default=10.0, show_default=True, help="Seconds."
+)
+@click.option(
+    "--leader-elect-retry-period", type=_Finite(0, above=True), default=2.0, show_default=True, help="Seconds."
+)
 @click.option("--health-address", default="0.0.0.0", show_default=True, help="Address for /healthz, /readyz, /metrics.")
-@click.option("--health-port", default=10251, show_default=True)
+@click.option("--health-port", type=click.IntRange(0, 65535), default=10251, show_default=True)
 @click.option(
     "--victim-removal",
     type=click.Choice(["eviction", "deletion"]),
@@ -178,7 +227,14 @@ def serve(
     "--workload", type=click.Path(dir_okay=False), help="A job trace (CSV or YAML); default: a generated mix."
 )
 @click.option("--preset", default="philly", show_default=True, help="Generator preset when no --workload is given.")
-@click.option("--jobs", "job_count", default=400, show_default=True, help="Jobs to generate with --preset.")
+@click.option(
+    "--jobs",
+    "job_count",
+    type=click.IntRange(1, 1_000_000),
+    default=400,
+    show_default=True,
+    help="Jobs to generate with --preset.",
+)
 @click.option(
     "--policy",
     "policies",
@@ -187,9 +243,22 @@ def serve(
     "repeatable; default: the four built-ins.",
 )
 @click.option("--seed", default=1, show_default=True, help="Seed of the generated workload and failures.")
-@click.option("--node-mtbf-hours", type=float, default=None, help="Fail nodes at random: mean hours between failures.")
-@click.option("--node-repair-hours", type=float, default=4.0, show_default=True, help="Hours a failed node is down.")
-@click.option("--pod-failure-probability", type=float, default=0.0, help="Chance a generated job's attempt fails.")
+@click.option(
+    "--node-mtbf-hours",
+    type=_Finite(0, _MAX_HOURS, above=True),
+    default=None,
+    help="Fail nodes at random: mean hours between failures.",
+)
+@click.option(
+    "--node-repair-hours",
+    type=_Finite(0, _MAX_HOURS, above=True),
+    default=4.0,
+    show_default=True,
+    help="Hours a failed node is down.",
+)
+@click.option(
+    "--pod-failure-probability", type=_Finite(0, 1), default=0.0, help="Chance a generated job's attempt fails."
+)
 @click.option("--report", default="phalanx-report.html", show_default=True, help="Where to write the HTML report.")
 @click.option("--metrics", "metrics_path", default=None, help="Also write the metrics as JSON to this file.")
 @click.option("--timeseries", default=None, help="Also write the time series as CSV to this file.")
@@ -202,7 +271,9 @@ def serve(
 )
 @click.option("--nodes", "nodes_csv", type=click.Path(dir_okay=False), help="Experiment: the openb node CSV.")
 @click.option("--pods", "pods_csv", type=click.Path(dir_okay=False), help="Experiment: the openb pod CSV.")
-@click.option("--seeds", default=1, show_default=True, help="Experiment: how many seeds (42, 43, ...) to run.")
+@click.option(
+    "--seeds", type=click.IntRange(1, 1000), default=1, show_default=True, help="Experiment: how many seeds (42, ...)."
+)
 @click.option(
     "--runner",
     type=click.Choice(["engine", "array"]),
@@ -239,28 +310,33 @@ def simulate(
         _fragmentation_experiment(nodes_csv, pods_csv, policies, seeds, runner, output)
         return
 
+    from phalanx.api.files import check_writable, write_files
     from phalanx.render import render_simulation
     from phalanx.sim import scenario as sc
     from phalanx.sim.metrics import COMPARISON_HEADER, comparison_rows, timeseries_csv
     from phalanx.sim.report import render_html
     from phalanx.sim.simulator import POLICIES
 
+    outputs = {"--report": report, "--metrics": metrics_path, "--timeseries": timeseries}
+    for flag, path in outputs.items():
+        if path:
+            check_writable(flag, path)  # before the run, not after it
     chosen = list(policies) or list(POLICIES)
     failures = sc.node_failures(node_mtbf_hours, node_repair_hours)
     scenario = sc.scenario_from(cluster, workload, preset, job_count, seed, failures, pod_failure_probability)
+    _warn(scenario.warnings)
     with Progress(console=Console(stderr=True), transient=True, disable=not sys.stderr.isatty()) as bar:
         tasks = {name: bar.add_task(name, total=len(scenario.jobs)) for name in chosen}
         results, summaries = sc.run(scenario, chosen, lambda name, n: bar.advance(tasks[name], n))
-    with open(report, "w", encoding="utf-8") as f:
-        f.write(render_html(results, summaries, scenario.title))
+    metrics = json.dumps({"title": scenario.title, "policies": summaries}, indent=2)
+    files = {report: ("--report", render_html(results, summaries, scenario.title))}
     if metrics_path:
-        with open(metrics_path, "w", encoding="utf-8") as f:
-            json.dump({"title": scenario.title, "policies": summaries}, f, indent=2)
+        files[metrics_path] = ("--metrics", metrics)
     if timeseries:
-        with open(timeseries, "w", encoding="utf-8") as f:
-            f.write(timeseries_csv(results))
+        files[timeseries] = ("--timeseries", timeseries_csv(results))
+    write_files(files)
     if output == "json":
-        click.echo(json.dumps({"title": scenario.title, "policies": summaries}, indent=2))
+        click.echo(metrics)
     else:
         console = Console(width=None if sys.stdout.isatty() else 200)
         render_simulation(scenario.title, COMPARISON_HEADER, comparison_rows(summaries), console)
