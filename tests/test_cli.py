@@ -130,7 +130,11 @@ def test_unknown_priority_class_is_input_error(tmp_path: Path) -> None:
     )
     result = run("schedule", "-f", str(path))
     assert result.exit_code == 2
-    assert 'no PriorityClass with name "nope" was found' in result.stderr
+    # Priority admission's words, at the file, line and field (the scheduler's own message named none).
+    assert (
+        result.stderr
+        == f"{path}:5: Pod default/p: spec.priorityClassName: Forbidden: no PriorityClass with name nope was found\n"
+    )
 
 
 def test_config_unknown_plugin_is_error(tmp_path: Path) -> None:
