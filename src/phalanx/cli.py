@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sys
 import tempfile
 import traceback
@@ -49,17 +50,19 @@ def _exits(func: F) -> F:
 
 
 class _Finite(click.ParamType):  # type: ignore[type-arg]
-    """A finite number within bounds: click's FLOAT takes ``nan`` and ``inf``, and NaN passes every range check."""
+    """A finite decimal number within bounds. click's FLOAT is Python's float(): it takes ``nan``, ``inf`` and
+    ``1_000``, and NaN passes every range check."""
 
     name = "number"
+    _DECIMAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
     def __init__(self, low: float, high: float = math.inf, above: bool = False) -> None:
         self.low, self.high, self.above = low, high, above
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
-        try:
+        if isinstance(value, int | float) or (isinstance(value, str) and self._DECIMAL.fullmatch(value.strip())):
             number = float(value)
-        except (TypeError, ValueError):
+        else:
             self.fail(f"{value!r} is not a number", param, ctx)
         if not math.isfinite(number):
             self.fail(f"{value!r} is not a finite number", param, ctx)
@@ -68,6 +71,17 @@ class _Finite(click.ParamType):  # type: ignore[type-arg]
             high = f" and <= {self.high:g}" if math.isfinite(self.high) else ""
             self.fail(f"{value!r} is not {low}{high}", param, ctx)
         return number
+
+
+class _Integer(click.IntRange):
+    """click's INT is Python's int(): it also takes ``1_000`` and non-ASCII digits; this takes decimal digits."""
+
+    _DIGITS = re.compile(r"[+-]?[0-9]+")
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and not self._DIGITS.fullmatch(value.strip()):
+            self.fail(f"{value!r} is not a valid integer", param, ctx)
+        return super().convert(value, param, ctx)
 
 
 _SECONDS = _Finite(0, above=True)
@@ -115,7 +129,9 @@ def validate(paths: tuple[str, ...]) -> None:
 @click.option("-o", "--output", type=click.Choice(["table", "json", "yaml"]), default="table", show_default=True)
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), help="KubeSchedulerConfiguration YAML.")
 @click.option("--scheduler-name", default=None, help="Only schedule pods with this spec.schedulerName.")
-@click.option("--seed", default=0, show_default=True, help="Seed for tie-breaking between equal nodes.")
+@click.option(
+    "--seed", type=_Integer(), default=0, show_default=True, help="Seed for tie-breaking between equal nodes."
+)
 @_exits
 def schedule(
     paths: tuple[str, ...], output: str, config_path: str | None, scheduler_name: str | None, seed: int
@@ -151,7 +167,7 @@ def schedule(
     help="Client QPS to the API server (0 lifts it).",
 )
 @click.option(
-    "--kube-api-burst", type=click.IntRange(1), default=100, show_default=True, help="Client burst to the API server."
+    "--kube-api-burst", type=_Integer(1), default=100, show_default=True, help="Client burst to the API server."
 )
 @click.option("--leader-elect/--no-leader-elect", default=True, show_default=True)
 @click.option("--leader-elect-resource-namespace", default="kube-system", show_default=True)
@@ -166,7 +182,7 @@ def schedule(
     "--leader-elect-retry-period", type=_Finite(0, above=True), default=2.0, show_default=True, help="Seconds."
 )
 @click.option("--health-address", default="0.0.0.0", show_default=True, help="Address for /healthz, /readyz, /metrics.")
-@click.option("--health-port", type=click.IntRange(0, 65535), default=10251, show_default=True)
+@click.option("--health-port", type=_Integer(0, 65535), default=10251, show_default=True)
 @click.option(
     "--victim-removal",
     type=click.Choice(["eviction", "deletion"]),
@@ -230,7 +246,7 @@ def serve(
 @click.option(
     "--jobs",
     "job_count",
-    type=click.IntRange(1, 1_000_000),
+    type=_Integer(1, 1_000_000),
     default=400,
     show_default=True,
     help="Jobs to generate with --preset.",
@@ -242,7 +258,9 @@ def serve(
     help="pod-by-pod, gang, gang-tas, gang-tas-preemption, or NAME=FILE.yaml (a KubeSchedulerConfiguration); "
     "repeatable; default: the four built-ins.",
 )
-@click.option("--seed", default=1, show_default=True, help="Seed of the generated workload and failures.")
+@click.option(
+    "--seed", type=_Integer(), default=1, show_default=True, help="Seed of the generated workload and failures."
+)
 @click.option(
     "--node-mtbf-hours",
     type=_Finite(0, _MAX_HOURS, above=True),
@@ -272,7 +290,7 @@ def serve(
 @click.option("--nodes", "nodes_csv", type=click.Path(dir_okay=False), help="Experiment: the openb node CSV.")
 @click.option("--pods", "pods_csv", type=click.Path(dir_okay=False), help="Experiment: the openb pod CSV.")
 @click.option(
-    "--seeds", type=click.IntRange(1, 1000), default=1, show_default=True, help="Experiment: how many seeds (42, ...)."
+    "--seeds", type=_Integer(1, 1000), default=1, show_default=True, help="Experiment: how many seeds (42, ...)."
 )
 @click.option(
     "--runner",

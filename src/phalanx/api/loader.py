@@ -125,16 +125,22 @@ _LISTS = {
 def load(paths: Sequence[str], stdin: TextIO | None = None) -> Inventory:
     """Read and decode every object under ``paths``. Raises :class:`InputError` listing every problem."""
     texts: dict[str, str] = {}
+    empty: list[str] = []
     with paused_gc():
-        raws = read(paths, stdin, texts)
-        return decode(raws, texts)
+        raws = read(paths, stdin, texts, empty)
+        inv = decode(raws, texts)
+    inv.warnings[:0] = empty
+    return inv
 
 
-def read(paths: Sequence[str], stdin: TextIO | None, texts: dict[str, str]) -> list[RawObject]:
-    """Parse the files into raw objects, flattening Lists. Unparseable files are errors."""
+def read(
+    paths: Sequence[str], stdin: TextIO | None, texts: dict[str, str], empty: list[str] | None = None
+) -> list[RawObject]:
+    """Parse the files into raw objects, flattening Lists. Unparseable files are errors; a file holding no
+    document is noted in ``empty`` (a warning: kubectl refuses to apply it)."""
     problems: list[str] = []
     out: list[RawObject] = []
-    for path in _expand(paths, problems):
+    for path in _expand(paths, problems, empty):
         try:
             text = _read_one(path, stdin, texts)
         except InputError as exc:
@@ -145,6 +151,8 @@ def read(paths: Sequence[str], stdin: TextIO | None, texts: dict[str, str]) -> l
         except (yaml.YAMLError, ValueError) as exc:
             problems.append(_parse_problem(path, exc))
             continue
+        if not docs and empty is not None:
+            empty.append(f"{path}: no objects in this file")
         for index, doc in enumerate(docs):
             _flatten(out, path, index, doc, problems)
     if problems:
@@ -164,12 +172,14 @@ def _read_one(path: str, stdin: TextIO | None, texts: dict[str, str]) -> str:
     return text
 
 
-def _expand(paths: Sequence[str], problems: list[str]) -> Iterator[str]:
+def _expand(paths: Sequence[str], problems: list[str], empty: list[str] | None = None) -> Iterator[str]:
     for path in paths:
         if path == "-":
             yield path
         elif os.path.isdir(path):
             found = sorted(str(p) for p in Path(path).rglob("*") if p.suffix in _SUFFIXES and p.is_file())
+            if not found and empty is not None:
+                empty.append(f"{path}: no *.yaml, *.yml or *.json files in this directory")
             yield from found
         elif os.path.exists(path):
             yield path

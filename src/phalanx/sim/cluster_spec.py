@@ -195,7 +195,11 @@ def _check_objects(pool: Pool, fields: Fields, at: str) -> None:
         if gpus > MAX_DEVICES:  # the slice's limit; checked before building a slice that large
             fields.add(FieldError.too_many(count_at, gpus, MAX_DEVICES))
             return
-        for err in validate_resource_slice(resource_slices(node, pool.devices, gpus)):
+        errs = validate_resource_slice(resource_slices(node, pool.devices, gpus))
+        bad_driver = any(err.path == "spec.driver" for err in errs)  # the slice is named after it, too
+        for err in errs:
+            if err.path == "metadata.name" and bad_driver:
+                continue
             path = count_at if err.path == "spec.devices" else _slice_field(err.path, at, pool.devices)
             found[(path, err.message)] = None
     if pool.devices is not None:

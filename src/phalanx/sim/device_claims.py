@@ -35,7 +35,9 @@ def parse_claim(row: Mapping[str, Any], fields: Fields, at: str = "", line: int 
     """The claim a trace row asks for, or None (its GPUs are the ``nvidia.com/gpu`` extended resource). Any
     of the DRA fields implies ``dra``; ``dra: false`` with one of them is a contradiction. Problems go to
     ``fields``, at ``at`` + the column; names and selectors are checked on the template (``trace``)."""
-    given = {k: row[k] for k in sorted(CLAIM_FIELDS - {"dra"}) if row.get(k) not in (None, "", False, "false")}
+    given = {k: row[k] for k in sorted(CLAIM_FIELDS - {"dra", "sameNumaNode"}) if not _absent(row.get(k))}
+    if _bool(row.get("sameNumaNode"), f"{at}sameNumaNode", fields, line):
+        given["sameNumaNode"] = True
     flag = _bool(row.get("dra"), f"{at}dra", fields, line)
     if not given and not flag:
         return None
@@ -43,7 +45,7 @@ def parse_claim(row: Mapping[str, Any], fields: Fields, at: str = "", line: int 
         detail = f"must not be false: {', '.join(given)} ask for a DRA claim"
         fields.invalid(f"{at}dra", row["dra"], detail, line)
     match = fields.text(given.get("matchAttribute"), f"{at}matchAttribute", "", line)
-    if _bool(given.get("sameNumaNode"), f"{at}sameNumaNode", fields, line):
+    if given.get("sameNumaNode"):
         if match and match != NUMA_NODE:
             fields.invalid(f"{at}matchAttribute", match, f"must be {NUMA_NODE} (or unset) with sameNumaNode", line)
         match = NUMA_NODE
@@ -55,10 +57,15 @@ def parse_claim(row: Mapping[str, Any], fields: Fields, at: str = "", line: int 
     )
 
 
+def _absent(raw: Any) -> bool:
+    return raw is None or (isinstance(raw, str) and not raw.strip())
+
+
 def _bool(raw: Any, path: str, fields: Fields, line: int | None) -> bool:
-    if raw in (None, "", False, "false", "False"):
+    """A YAML boolean, or in CSV ``true``/``false``; ``1`` and ``0`` are not booleans (in Python they equal them)."""
+    if _absent(raw) or raw is False or (isinstance(raw, str) and raw.strip() in ("false", "False")):
         return False
-    if raw in (True, "true", "True"):
+    if raw is True or (isinstance(raw, str) and raw.strip() in ("true", "True")):
         return True
     fields.invalid(path, raw, "must be true or false", line)
     return False

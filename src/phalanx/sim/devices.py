@@ -15,6 +15,7 @@ import numpy.typing as npt
 from phalanx.api import dra
 from phalanx.api.loader import json_type
 from phalanx.api.models import Node, ObjectMeta
+from phalanx.api.quantity import QuantityError, parse_quantity
 from phalanx.dra.claims import ClaimTracker
 from phalanx.dra.inventory import DeviceInfo
 from phalanx.sim.inputs import Fields
@@ -69,13 +70,13 @@ class ClusterDevices:
 def parse_pool_devices(raw: Mapping[str, Any], fields: Fields, at: str) -> PoolDevices | None:
     """The pool's ``devices`` mapping, or ``dra: true`` for the defaults; None when the pool has neither. Names,
     attributes and quantities are checked on the objects they become (``cluster_spec``)."""
-    if raw.get("dra") not in (None, False, True):
+    if raw.get("dra") is not None and not isinstance(raw["dra"], bool):  # 1 == True in Python, not in YAML
         fields.invalid(f"{at}.dra", raw["dra"], "must be true or false")
     if "devices" not in raw:
         return PoolDevices() if raw.get("dra") is True else None
     spec = fields.mapping(raw["devices"], f"{at}.devices", _FIELDS)
     at = f"{at}.devices"
-    attributes = spec.get("attributes") or {}
+    attributes = {} if spec.get("attributes") is None else spec["attributes"]
     if not isinstance(attributes, dict):
         fields.invalid(f"{at}.attributes", json_type(attributes), "must be an object")
         attributes = {}
@@ -83,16 +84,28 @@ def parse_pool_devices(raw: Mapping[str, Any], fields: Fields, at: str) -> PoolD
         if not isinstance(v, str | int | bool) or not isinstance(key, str):
             fields.invalid(f"{at}.attributes[{key}]", json_type(v), "must be a string, an integer or a boolean")
     driver = fields.text(spec.get("driver"), f"{at}.driver", GPU_DRIVER)
+    memory = fields.text(spec.get("memory"), f"{at}.memory", PoolDevices.memory)
+    _check_memory(memory, fields, f"{at}.memory")
     return PoolDevices(
         driver=driver,
         device_class=fields.text(spec.get("class"), f"{at}.class", driver),
         product=fields.text(spec.get("productName"), f"{at}.productName", PoolDevices.product),
-        memory=fields.text(spec.get("memory"), f"{at}.memory", PoolDevices.memory),
+        memory=memory,
         numa_nodes=fields.integer(spec.get("numaNodes"), f"{at}.numaNodes", 2, low=1, high=MAX_DEVICES),
         attributes={str(k): v for k, v in attributes.items() if isinstance(v, str | int | bool)},
         extended_resource_name=_extended_resource(spec, fields, at),
         count=fields.integer(spec.get("count"), f"{at}.count", 0, high=MAX_DEVICES),
     )
+
+
+def _check_memory(memory: str, fields: Fields, at: str) -> None:
+    """A GPU's memory: kube-apiserver takes any quantity as a device capacity, a GPU has none below zero."""
+    try:
+        negative = parse_quantity(memory) < 0
+    except QuantityError:
+        return  # reported with kube-apiserver's message when the slice is validated
+    if negative:
+        fields.invalid(at, memory, "must be greater than or equal to 0")
 
 
 def _extended_resource(spec: Mapping[str, Any], fields: Fields, at: str) -> str:
@@ -145,7 +158,7 @@ def resource_slices(node: Node, devices: PoolDevices, count: int) -> dra.Resourc
     name = node.metadata.name
     per_numa = -(-count // devices.numa_nodes)  # GPUs fill NUMA node 0 first, as PCIe slots are numbered
     return dra.ResourceSlice(
-        metadata=ObjectMeta(name=f"{name}-{devices.driver}"),
+        metadata=ObjectMeta(name=f"{name}-{devices.driver.lower()}"),  # drivers are compared lower-cased
         spec=dra.ResourceSliceSpec(
             driver=devices.driver,
             node_name=name,
@@ -197,7 +210,9 @@ class GpuDevices:
     def per_row(self, tracker: ClaimTracker, rows: int) -> tuple[IntArray, IntArray]:
         """(GPU devices, allocated GPU devices) per node row; devices of nodes not in the table count nowhere."""
         inventory = tracker.inventory
-        if inventory is not self._inventory:  # reindexed (nodes added or deleted): recount
+        # Reindexed (nodes added or deleted): recount. An inventory without devices is not reindexed when a node
+        # goes, so the row count is compared too.
+        if inventory is not self._inventory or len(self._total) != rows:
             self._inventory = inventory
             self._gpu = np.array([self._is_gpu(d) for d in inventory.devices], dtype=bool)
             self._total = _count(inventory.device_node[self._gpu], rows)
