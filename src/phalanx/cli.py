@@ -328,11 +328,10 @@ def simulate(
         _fragmentation_experiment(nodes_csv, pods_csv, policies, seeds, runner, output)
         return
 
-    from phalanx.api.files import check_writable, write_files
+    from phalanx.api.files import check_writable
     from phalanx.render import render_simulation
     from phalanx.sim import scenario as sc
-    from phalanx.sim.metrics import COMPARISON_HEADER, comparison_rows, timeseries_csv
-    from phalanx.sim.report import render_html
+    from phalanx.sim.metrics import COMPARISON_HEADER, comparison_rows
     from phalanx.sim.simulator import POLICIES
 
     outputs = {"--report": report, "--metrics": metrics_path, "--timeseries": timeseries}
@@ -346,19 +345,27 @@ def simulate(
     with Progress(console=Console(stderr=True), transient=True, disable=not sys.stderr.isatty()) as bar:
         tasks = {name: bar.add_task(name, total=len(scenario.jobs)) for name in chosen}
         results, summaries = sc.run(scenario, chosen, lambda name, n: bar.advance(tasks[name], n))
-    metrics = json.dumps({"title": scenario.title, "policies": summaries}, indent=2)
-    files = {report: ("--report", render_html(results, summaries, scenario.title))}
-    if metrics_path:
-        files[metrics_path] = ("--metrics", metrics)
-    if timeseries:
-        files[timeseries] = ("--timeseries", timeseries_csv(results))
-    write_files(files)
+    metrics = _write_simulation(outputs, results, summaries, scenario.title)
     if output == "json":
         click.echo(metrics)
     else:
         console = Console(width=None if sys.stdout.isatty() else 200)
         render_simulation(scenario.title, COMPARISON_HEADER, comparison_rows(summaries), console)
         click.echo(f"report: {report}", err=True)
+
+
+def _write_simulation(outputs: dict[str, str | None], results: Any, summaries: Any, title: str) -> str:
+    """Write the report, metrics and time series the flags ask for, all or none; returns the metrics JSON."""
+    from phalanx.api.files import write_files
+    from phalanx.sim.metrics import timeseries_csv
+    from phalanx.sim.report import render_html
+
+    metrics = json.dumps({"title": title, "policies": summaries}, indent=2)
+    texts = {"--report": render_html(results, summaries, title), "--metrics": metrics}
+    if outputs["--timeseries"]:
+        texts["--timeseries"] = timeseries_csv(results)
+    write_files({path: (flag, texts[flag]) for flag, path in outputs.items() if path})
+    return metrics
 
 
 def _fragmentation_experiment(

@@ -13,7 +13,7 @@ import csv
 import io
 import re
 from collections.abc import Collection, Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -22,10 +22,11 @@ import yaml
 from phalanx.api.errors import FieldError, InputError
 from phalanx.api.files import read_text
 from phalanx.api.models import Node
+from phalanx.api.validation import fields as f
 from phalanx.api.validation import validate_job, validate_pod_group, validate_resource_claim_template
 from phalanx.api.validation.job import MAX_INDEXED_PARALLELISM
 from phalanx.sim.cluster_spec import POOL
-from phalanx.sim.device_claims import CLAIM_FIELDS, parse_claim
+from phalanx.sim.device_claims import CLAIM_FIELDS, GpuClaim, parse_claim
 from phalanx.sim.faults import NodeEvent, parse_node_events
 from phalanx.sim.inputs import INT32_MAX, REQUIRED, Fields, yaml_lines
 from phalanx.sim.jobs import GPU, JobRecord, batch_job, claim_template_of, trace_pod_group
@@ -50,6 +51,7 @@ COLUMNS = (
 _TOPOLOGY_MODES = ("required", "preferred")
 _RESTART = re.compile(r"(.+)-r[0-9]+")
 _Loader: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_Problems = tuple[tuple[str, str], ...]  # (column, message)
 
 
 @dataclass(frozen=True)
@@ -200,16 +202,20 @@ def _object_problems(job: JobRecord) -> list[tuple[str, str]]:
     """(column, message) for every problem the job's Kubernetes objects have. The check of everything but the
     name is shared by rows that differ only in name and times (most of a trace)."""
     problems = [(_job_column(err.path), err.message) for err in _name_problems(job.name)]
-    return problems + list(_shape_problems(replace(job, name="job", submit=0.0, duration=0.0)))
+    shape = (job.pods, job.cpu, job.memory, job.gpus, job.min_count, job.priority, job.topology, job.backoff_limit)
+    return problems + list(_shape_problems(shape, job.claim))
 
 
 def _name_problems(name: str) -> list[FieldError]:
-    shape = JobRecord(name, 0.0, 0.0, 1)
-    return [err for err in validate_job(batch_job(shape, 0)) if err.path == "metadata.name"]
+    """The Job name rules of ``validate_job`` (a DNS subdomain, and a label value for the pods' job-name label),
+    without building the Job: a trace has as many names as rows."""
+    return f.dns_subdomain("metadata.name", name) + f.label_value("metadata.name", name)
 
 
 @lru_cache(maxsize=1024)
-def _shape_problems(job: JobRecord) -> tuple[tuple[str, str], ...]:
+def _shape_problems(shape: tuple[int, str, str, int, int, int, str, int], claim: GpuClaim | None) -> _Problems:
+    pods, cpu, memory, gpus, min_count, priority, topology, backoff_limit = shape
+    job = JobRecord("job", 0.0, 0.0, pods, cpu, memory, gpus, min_count, priority, topology, 0.0, backoff_limit, claim)
     errs = [(_job_column(e.path), e.message) for e in validate_job(batch_job(job, 0)) if e.path != "metadata.name"]
     group = trace_pod_group(job)
     if group is not None:
