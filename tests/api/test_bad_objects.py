@@ -202,3 +202,32 @@ def test_a_pod_that_disagrees_with_its_runtime_class_is_a_problem_at_the_pod(tmp
         "x.yaml:10: Pod default/p: spec.runtimeClassName: Forbidden: conflict: "
         "runtimeClass.scheduling.nodeSelector[sandbox] = gvisor; pod.spec.nodeSelector[sandbox] = kata"
     ]
+
+
+# --- shapes that would hang or overflow the stack -----------------------------------------------------------------
+
+
+def _alias_bomb(levels: int) -> str:
+    """A YAML "billion laughs": each level lists the previous one ten times (10**levels nodes when expanded)."""
+    lines = ["    a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    lines += [f"    a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, levels + 1)]
+    return "\n".join(lines)
+
+
+def test_a_yaml_alias_bomb_is_refused_not_expanded(tmp_path: Path) -> None:
+    text = f"apiVersion: v1\nkind: Pod\nmetadata: {{name: p}}\nspec:\n  x:\n{_alias_bomb(8)}\n  tolerations: *a8\n"
+    assert problems(tmp_path, text) == ["x.yaml: cannot parse: document contains excessive aliasing"]
+
+
+def test_modest_aliases_are_fine(tmp_path: Path) -> None:
+    text = "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Node, metadata: {name: n1, labels: &l {a: b}}}\n"
+    text += "- {apiVersion: v1, kind: Node, metadata: {name: n2, labels: *l}}\n"
+    assert problems(tmp_path, text) == []
+
+
+def test_json_nested_deeper_than_the_stack_is_a_parse_error(tmp_path: Path) -> None:
+    path = tmp_path / "x.json"
+    path.write_text('{"apiVersion": "v1", "kind": "Pod", "spec": {"x": ' + "[" * 100_000 + "]" * 100_000 + "}}")
+    with pytest.raises(InputError) as err:
+        load([str(path)])
+    assert err.value.lines == [f"{path}: cannot parse: exceeded maximum nesting depth"]

@@ -262,3 +262,15 @@ def test_a_dra_pool_without_nodes_survives_a_node_failure(tmp_path: Path) -> Non
     result = simulate(tmp_path, "-o", "json", cluster=spec)
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["policies"][0]["nodeFailures"] == 1
+
+
+def test_a_trace_that_is_an_alias_bomb_is_refused(tmp_path: Path) -> None:
+    levels = ["  a0: &a0 [{submit: 0, duration: 1, pods: 1}]"]
+    levels += [f"  a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 8)]
+    trace = tmp_path / "jobs.yaml"
+    trace.write_text("x:\n" + "\n".join(levels) + "\njobs: *a7\n")
+    (tmp_path / "cluster.yaml").write_text(CLUSTER)
+    result = CliRunner().invoke(
+        cli, ["simulate", "--cluster", str(tmp_path / "cluster.yaml"), "--workload", str(trace)]
+    )
+    refused(result, f"{trace}: cannot parse: document contains excessive aliasing")

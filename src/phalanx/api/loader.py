@@ -28,9 +28,11 @@ from phalanx.api.gcpause import paused_gc
 
 __all__ = [
     "KINDS",
+    "MAX_EXPANDED_NODES",
     "NAMESPACED",
     "Inventory",
     "RawObject",
+    "check_aliasing",
     "decode",
     "json_type",
     "load",
@@ -151,6 +153,9 @@ def read(
         except (yaml.YAMLError, ValueError) as exc:
             problems.append(_parse_problem(path, exc))
             continue
+        except RecursionError:  # JSON nested deeper than Python's stack (libyaml stops such YAML itself)
+            problems.append(f"{path}: cannot parse: exceeded maximum nesting depth")
+            continue
         if not docs and empty is not None:
             empty.append(f"{path}: no objects in this file")
         for index, doc in enumerate(docs):
@@ -193,7 +198,35 @@ def _parse(path: str, text: str) -> list[Any]:
             return [json.loads(text)]
         except json.JSONDecodeError:
             pass  # a stream of JSON documents is still YAML
-    return [d for d in yaml.load_all(text, Loader=_Loader) if d is not None]
+    docs = [d for d in yaml.load_all(text, Loader=_Loader) if d is not None]
+    if "*" in text:  # aliases are written *name; without one no node can be shared
+        for doc in docs:
+            check_aliasing(doc)
+    return docs
+
+
+MAX_EXPANDED_NODES = 1_000_000
+
+
+def check_aliasing(doc: Any) -> None:
+    """Refuse a document whose aliases expand it far beyond its size (a "billion laughs" YAML bomb): decoding
+    walks every expanded node, so a few hundred bytes could take hours. Raises ValueError in go-yaml's words,
+    as kubectl reports it."""
+    sizes: dict[int, int] = {}  # id of a list or mapping -> its nodes, aliases expanded
+    stack: list[tuple[Any, bool]] = [(doc, False)]
+    while stack:  # post-order without recursion: a document may nest a thousand levels deep
+        node, done = stack.pop()
+        if not isinstance(node, dict | list) or (id(node) in sizes and not done):
+            continue
+        children = list(node.values() if isinstance(node, dict) else node)
+        if done:
+            sizes[id(node)] = 1 + sum(sizes.get(id(c), 1) if isinstance(c, dict | list) else 1 for c in children)
+            continue
+        stack.append((node, True))
+        stack.extend((c, False) for c in children if isinstance(c, dict | list) and id(c) not in sizes)
+    total = sizes.get(id(doc), 1)
+    if total > MAX_EXPANDED_NODES and total > 100 * len(sizes):
+        raise ValueError("document contains excessive aliasing")
 
 
 def _parse_problem(path: str, exc: Exception) -> str:

@@ -12,7 +12,7 @@ import yaml
 
 from phalanx.api.errors import InputError
 from phalanx.api.files import read_text
-from phalanx.api.loader import Inventory, load
+from phalanx.api.loader import Inventory, check_aliasing, load
 from phalanx.api.models import Node
 from phalanx.api.validation import validate
 from phalanx.sim.devices import ClusterDevices
@@ -101,7 +101,9 @@ def _compact_spec(path: str, text: str) -> ClusterSpec | None:
     loader then reports where)."""
     try:
         docs = [d for d in yaml.load_all(text, Loader=_Loader) if d is not None]
-    except yaml.YAMLError:
+        for doc in docs:
+            check_aliasing(doc)
+    except (yaml.YAMLError, ValueError):
         return None
     if len(docs) == 1 and isinstance(docs[0], dict) and "pools" in docs[0] and "kind" not in docs[0]:
         return ClusterSpec.parse(docs[0], path, yaml_lines(path, text))

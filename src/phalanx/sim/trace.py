@@ -21,6 +21,7 @@ import yaml
 
 from phalanx.api.errors import FieldError, InputError
 from phalanx.api.files import read_text
+from phalanx.api.loader import check_aliasing
 from phalanx.api.models import Node
 from phalanx.api.validation import fields as f
 from phalanx.api.validation import validate_job, validate_pod_group, validate_resource_claim_template
@@ -131,10 +132,14 @@ def _check_header(header: list[str], fields: Fields) -> None:
 def _yaml(path: str, text: str) -> Any:
     try:
         docs = [d for d in yaml.load_all(text, Loader=_Loader) if d is not None]
+        for doc in docs:
+            check_aliasing(doc)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f":{mark.line + 1}" if mark is not None else ""
         raise InputError([f"{path}{line}: cannot parse: {getattr(exc, 'problem', None) or exc}"]) from exc
+    except ValueError as exc:
+        raise InputError([f"{path}: cannot parse: {exc}"]) from exc
     if len(docs) > 1:
         raise InputError([f"{path}: a trace is one YAML document, this file has {len(docs)}"])
     return docs[0] if docs else None
