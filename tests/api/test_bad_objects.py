@@ -220,7 +220,9 @@ def test_a_yaml_alias_bomb_is_refused_not_expanded(tmp_path: Path) -> None:
 
 
 def test_modest_aliases_are_fine(tmp_path: Path) -> None:
-    text = "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Node, metadata: {name: n1, labels: &l {a: b}}}\n"
+    text = (
+        "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Node, metadata: {name: n1, labels: &l {a: b}}}\n"
+    )
     text += "- {apiVersion: v1, kind: Node, metadata: {name: n2, labels: *l}}\n"
     assert problems(tmp_path, text) == []
 
@@ -231,3 +233,13 @@ def test_json_nested_deeper_than_the_stack_is_a_parse_error(tmp_path: Path) -> N
     with pytest.raises(InputError) as err:
         load([str(path)])
     assert err.value.lines == [f"{path}: cannot parse: exceeded maximum nesting depth"]
+
+
+def test_numbers_with_thousands_of_digits_are_errors_not_exit_1(tmp_path: Path) -> None:
+    huge = "1" + "0" * 5000
+    node = f"apiVersion: v1\nkind: Node\nmetadata: {{name: n}}\nstatus: {{allocatable: {{cpu: '{huge}'}}}}\n"
+    assert problems(tmp_path, node) == [
+        f'x.yaml:4: Node n: status.allocatable.cpu: Invalid value: "{huge}": quantity has more than 1000 digits'
+    ]
+    pod = f"apiVersion: v1\nkind: Pod\nmetadata: {{name: p}}\nspec: {{priority: {huge}}}\n"
+    assert problems(tmp_path, pod) == ["x.yaml: cannot parse: an integer of 5001 digits (at most 4300 are read)"]

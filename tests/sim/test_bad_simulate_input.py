@@ -274,3 +274,10 @@ def test_a_trace_that_is_an_alias_bomb_is_refused(tmp_path: Path) -> None:
         cli, ["simulate", "--cluster", str(tmp_path / "cluster.yaml"), "--workload", str(trace)]
     )
     refused(result, f"{trace}: cannot parse: document contains excessive aliasing")
+
+
+def test_a_count_with_thousands_of_digits_is_out_of_range(tmp_path: Path) -> None:
+    result = simulate(tmp_path, trace=f"name,submit,duration,pods\na,0,1,1{'0' * 5000}\n")
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f'{tmp_path}/jobs.csv:2: pods: Invalid value: "1000')
+    assert result.stderr.endswith(": must be less than or equal to 100000\n")

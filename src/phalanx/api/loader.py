@@ -233,7 +233,13 @@ def _parse_problem(path: str, exc: Exception) -> str:
     mark = getattr(exc, "problem_mark", None)
     line = f":{mark.line + 1}" if mark is not None else ""
     problem = getattr(exc, "problem", None) or str(exc)
+    digits = _TOO_MANY_DIGITS.search(problem)
+    if digits:  # Python's own guard against quadratic int() parsing, in words for the file's author
+        problem = f"an integer of {digits[1]} digits (at most {sys.get_int_max_str_digits()} are read)"
     return f"{path}{line}: cannot parse: {problem}"
+
+
+_TOO_MANY_DIGITS = re.compile(r"Exceeds the limit .* value has (\d+) digits")
 
 
 def _flatten(out: list[RawObject], path: str, index: int, doc: Any, problems: list[str]) -> None:

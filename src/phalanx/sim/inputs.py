@@ -99,7 +99,9 @@ class Fields:
         if isinstance(raw, int) and not isinstance(raw, bool):
             value = raw
         elif isinstance(raw, str) and _INTEGER.fullmatch(raw.strip()):
-            value = int(raw.strip())
+            digits = raw.strip()
+            # Beyond 40 digits it is out of any range here, and int() refuses 4300 digits.
+            value = int(digits) if len(digits) <= 40 else (low - 1 if digits.startswith("-") else high + 1)
         if value is None:
             self.invalid(path, raw, "must be an integer", line)
             return 0 if default is REQUIRED else int(default)

@@ -82,7 +82,7 @@ def _validate_expression(req: m.NodeSelectorRequirement, path: str, required: bo
 
 def _is_integer(text: str) -> bool:
     """What ``strconv.ParseInt(text, 10, 64)`` accepts: an optional sign, decimal digits, within int64."""
-    return _INTEGER.fullmatch(text) is not None and not f.int64("", int(text))
+    return _INTEGER.fullmatch(text) is not None and len(text) <= 20 and not f.int64("", int(text))
 
 
 def _validate_field(req: m.NodeSelectorRequirement, path: str) -> list[FieldError]:
