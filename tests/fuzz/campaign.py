@@ -38,14 +38,14 @@ OUTCOMES = (
 def sample(inputs: int, seed: int, pending: bool) -> list[Case]:
     """``inputs`` cases, as evenly over the targets as their sizes allow, drawn with ``seed``."""
     rng = random.Random(seed)
-    targets = all_targets(pending)
-    per_target = [cases(t) for t in targets]
-    share, extra = divmod(inputs, len(targets))
-    chosen: list[Case] = []
-    for i, every in enumerate(per_target):
-        want = min(len(every), share + (i < extra))
-        chosen += rng.sample(every, want)
-    return chosen
+    per_target = [cases(t) for t in all_targets(pending)]
+    wanted = dict.fromkeys(range(len(per_target)), 0)
+    left = inputs
+    # Smallest first, so what a small target cannot use (the schedule flags have 27 cases) goes to the others.
+    for done, i in enumerate(sorted(wanted, key=lambda i: len(per_target[i]))):
+        wanted[i] = min(len(per_target[i]), left // (len(per_target) - done))
+        left -= wanted[i]
+    return [case for i, every in enumerate(per_target) for case in rng.sample(every, wanted[i])]
 
 
 def _one(case: Case, timeout: float) -> tuple[Case, str, str]:

@@ -136,7 +136,8 @@ class Fields:
     def text(self, raw: Any, path: str, default: Any, line: int | None = None) -> str:
         """A string; numbers are taken as written (``cpu: 2``), booleans, lists and objects are errors."""
         if _absent(raw):
-            return str(self._default(path, default, line))
+            value = self._default(path, default, line)
+            return "" if default is REQUIRED else str(value)
         if isinstance(raw, bool) or not isinstance(raw, str | int | float):
             self.invalid(path, raw if isinstance(raw, bool) else json_type(raw), "must be a string", line)
             return "" if default is REQUIRED else str(default)
