@@ -40,3 +40,14 @@ def test_a_bad_flag_value_is_a_usage_error_naming_the_flag(command: str, flag: s
 def test_good_values_pass(tmp_path: Path, flag: str, value: str) -> None:
     result = CliRunner().invoke(cli, ["simulate", "--jobs", "3", flag, value, "--report", f"{tmp_path}/r.html"])
     assert result.exit_code == 0, result.output
+
+
+def test_a_policy_that_is_neither_built_in_nor_a_file_names_the_flag(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["simulate", "--jobs", "3", "--policy", "nope", "--report", f"{tmp_path}/r.html"])
+    assert result.exit_code == 2
+    assert result.stderr.startswith('--policy: unknown policy "nope" (known: pod-by-pod, gang,')
+
+
+def test_an_unknown_preset_names_the_flag() -> None:
+    result = CliRunner().invoke(cli, ["simulate", "--preset", "helios"])
+    assert result.exit_code == 2 and "Invalid value for '--preset': 'helios' is not 'philly'" in result.stderr

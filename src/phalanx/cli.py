@@ -242,7 +242,13 @@ def serve(
 @click.option(
     "--workload", type=click.Path(dir_okay=False), help="A job trace (CSV or YAML); default: a generated mix."
 )
-@click.option("--preset", default="philly", show_default=True, help="Generator preset when no --workload is given.")
+@click.option(
+    "--preset",
+    type=click.Choice(["philly"]),
+    default="philly",
+    show_default=True,
+    help="Generator preset when no --workload is given.",
+)
 @click.option(
     "--jobs",
     "job_count",

@@ -19,7 +19,7 @@ from phalanx.sim.devices import ClusterDevices
 from phalanx.sim.faults import MAX_HOURS, NodeEvent, NodeFailures, failure_budget_problem
 from phalanx.sim.inputs import yaml_lines
 from phalanx.sim.metrics import summary
-from phalanx.sim.simulator import SimulationResult, policy_of, simulate
+from phalanx.sim.simulator import Policy, SimulationResult, policy_of, simulate
 from phalanx.sim.workload import ClusterSpec, JobRecord, Pool, devices_of, generate_jobs, load_workload, nodes_of
 
 __all__ = [
@@ -190,10 +190,18 @@ def _check_failure_budget(failures: NodeFailures | None, nodes: list[Node], jobs
         raise InputError([f"{at}: Invalid value: {failures.mtbf_hours}: {problem}"])
 
 
+def _policy(spec: str) -> Policy:
+    """``policy_of``, with its problems attributed to the flag they come from."""
+    try:
+        return policy_of(spec)
+    except InputError as exc:
+        raise InputError([f"--policy: {line}" for line in exc.lines]) from exc
+
+
 def run(
     scenario: Scenario, policies: Sequence[str], progress: Callable[[str, int], None] | None = None
 ) -> tuple[list[SimulationResult], list[dict[str, Any]]]:
-    chosen = [policy_of(p) for p in policies]
+    chosen = [_policy(p) for p in policies]
     names = [p.name for p in chosen]
     if len(set(names)) != len(names):
         raise InputError([f"two policies are named alike: {', '.join(names)}"])
