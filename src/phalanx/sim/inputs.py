@@ -35,12 +35,19 @@ REQUIRED: Any = _Required()
 
 
 def yaml_lines(path: str, text: str) -> Callable[[str], int]:
-    """A field path (``pools[0].allocatable[cpu]``) -> its 1-based line in the single YAML document ``text``."""
-    try:
-        trees = {path: [n for n in yaml.compose_all(text, Loader=_Loader) if n is not None]}
-    except yaml.YAMLError:
-        trees = {path: []}
-    return lambda field: locate(Source(path), field, {}, trees)
+    """A field path (``pools[0].allocatable[cpu]``) -> its 1-based line in the single YAML document ``text``. The
+    node tree is composed on the first problem, so a valid file is parsed once."""
+    trees: dict[str, list[yaml.Node]] = {}
+
+    def line_of(field: str) -> int:
+        if path not in trees:
+            try:
+                trees[path] = [n for n in yaml.compose_all(text, Loader=_Loader) if n is not None]
+            except yaml.YAMLError:
+                trees[path] = []
+        return locate(Source(path), field, {}, trees)
+
+    return line_of
 
 
 class Fields:
