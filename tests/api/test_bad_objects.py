@@ -104,22 +104,22 @@ def test_decoding_errors_show_the_value_and_the_json_type(tmp_path: Path, spec: 
         (
             "apiVersion: scheduling.k8s.io/v1alpha2\nkind: PodGroup\nmetadata: {name: g}\n"
             "spec: {schedulingPolicy: {gang: {minCount: 2147483648}}}\n",
-            "x.yaml:4: PodGroup default/g: spec.schedulingPolicy.gang.minCount: Invalid value: 2147483648: must be a 32-bit integer",
+            "x.yaml:4: PodGroup default/g: spec.schedulingPolicy.gang.minCount: Invalid value: 2147483648: must be of type int32",
         ),
         (
             "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {priority: 3000000000, containers: [{name: c}]}\n",
-            "x.yaml:4: Pod default/p: spec.priority: Invalid value: 3000000000: must be a 32-bit integer",
+            "x.yaml:4: Pod default/p: spec.priority: Invalid value: 3000000000: must be of type int32",
         ),
         (
             "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: c}]\n"
             "  tolerations: [{key: k, operator: Exists, effect: NoExecute, tolerationSeconds: 9223372036854775808}]\n",
             "x.yaml:6: Pod default/p: spec.tolerations[0].tolerationSeconds: Invalid value: 9223372036854775808: "
-            "must be a 64-bit integer",
+            "must be of type int64",
         ),
         (
             "apiVersion: batch/v1\nkind: Job\nmetadata: {name: j}\nspec:\n  backoffLimit: 2147483648\n"
             "  template: {spec: {containers: [{name: c}]}}\n",
-            "x.yaml:5: Job default/j: spec.backoffLimit: Invalid value: 2147483648: must be a 32-bit integer",
+            "x.yaml:5: Job default/j: spec.backoffLimit: Invalid value: 2147483648: must be of type int32",
         ),
         (
             "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: c}]\n  affinity:\n"
@@ -144,7 +144,7 @@ def test_an_indexed_job_is_at_most_100000_wide_and_named_as_a_label_value(tmp_pa
     assert problems(tmp_path, text) == [
         f"x.yaml:5: Job default/{name}: spec.parallelism: Invalid value: 100001: must be less than or equal to 100000 "
         "when completion mode is Indexed",
-        f'x.yaml:3: Job default/{name}: metadata.name: Invalid value: "{name}": must be no more than 63 characters',
+        f'x.yaml:8: Job default/{name}: spec.template.labels: Invalid value: "{name}": must be no more than 63 characters',
     ]
 
 

@@ -214,14 +214,15 @@ def _object_problems(job: JobRecord) -> list[tuple[str, str]]:
 def _name_problems(name: str) -> list[FieldError]:
     """The Job name rules of ``validate_job`` (a DNS subdomain, and a label value for the pods' job-name label),
     without building the Job: a trace has as many names as rows."""
-    return f.dns_subdomain("metadata.name", name) + f.label_value("metadata.name", name)
+    return f.dns_subdomain("metadata.name", name) + f.label_value("spec.template.labels", name)
 
 
 @lru_cache(maxsize=1024)
 def _shape_problems(shape: tuple[int, str, str, int, int, int, str, int], claim: GpuClaim | None) -> _Problems:
     pods, cpu, memory, gpus, min_count, priority, topology, backoff_limit = shape
     job = JobRecord("job", 0.0, 0.0, pods, cpu, memory, gpus, min_count, priority, topology, 0.0, backoff_limit, claim)
-    errs = [(_job_column(e.path), e.message) for e in validate_job(batch_job(job, 0)) if e.path != "metadata.name"]
+    named = ("metadata.name", "spec.template.labels")  # checked per row (_name_problems)
+    errs = [(_job_column(e.path), e.message) for e in validate_job(batch_job(job, 0)) if e.path not in named]
     group = trace_pod_group(job)
     if group is not None:
         errs += [(_group_column(e.path, job), e.message) for e in validate_pod_group(group)]
@@ -235,7 +236,7 @@ _RESOURCE_COLUMNS = {"cpu": "cpu", "memory": "memory", GPU: "gpus"}
 
 
 def _job_column(path: str) -> str:
-    if path == "metadata.name" or path.startswith("spec.template.spec.resourceClaims"):
+    if path in ("metadata.name", "spec.template.labels") or path.startswith("spec.template.spec.resourceClaims"):
         return "name"
     if path.startswith(("spec.parallelism", "spec.completions")):
         return "pods"

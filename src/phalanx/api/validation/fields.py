@@ -104,12 +104,12 @@ INT64 = (-(2**63), 2**63 - 1)
 
 def int32(path: str, value: int | None) -> list[FieldError]:
     """An ``int32`` field: kube-apiserver cannot decode a number outside its range (YAML integers are unbounded)."""
-    return _in_range(path, value, INT32, "must be a 32-bit integer")
+    return _in_range(path, value, INT32, "must be of type int32")
 
 
 def int64(path: str, value: int | None) -> list[FieldError]:
     """An ``int64`` field, likewise."""
-    return _in_range(path, value, INT64, "must be a 64-bit integer")
+    return _in_range(path, value, INT64, "must be of type int64")
 
 
 def _in_range(path: str, value: int | None, bounds: tuple[int, int], detail: str) -> list[FieldError]:

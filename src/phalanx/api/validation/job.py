@@ -32,8 +32,9 @@ def validate_job(job: m.Job) -> list[FieldError]:
         if spec.parallelism is not None and spec.parallelism > MAX_INDEXED_PARALLELISM:
             detail = f"must be less than or equal to {MAX_INDEXED_PARALLELISM} when completion mode is Indexed"
             errs.append(FieldError.invalid("spec.parallelism", spec.parallelism, detail))
-    # The Job controller labels its pods batch.kubernetes.io/job-name=<name>, so the name must be a label value.
-    errs += f.label_value("metadata.name", job.metadata.name)
+    # The Job's strategy labels its pod template batch.kubernetes.io/job-name=<name>, so the name must be a label
+    # value; kube-apiserver reports it on the template's labels.
+    errs += f.label_value("spec.template.labels", job.metadata.name)
     # The template is a pod without its own name: check the spec with the pod rules, under the template's path.
     template = m.Pod(metadata=m.ObjectMeta(name="template", namespace=job.metadata.namespace), spec=spec.template.spec)
     for err in validate_pod(template):
