@@ -16,7 +16,7 @@ from phalanx.api.admission import AdmissionError, RuntimeClasses
 from phalanx.api.errors import FieldError
 from phalanx.api.priority import SYSTEM_CLASSES
 
-__all__ = ["admission_problems"]
+__all__ = ["admission_problems", "priority_class_names"]
 
 
 def admission_problems(obj: object, classes: set[str], runtime_classes: RuntimeClasses) -> Iterator[FieldError]:
