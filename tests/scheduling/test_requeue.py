@@ -22,3 +22,26 @@ def test_failed_gang_retries_with_every_member_after_a_deletion() -> None:
     s.delete_pod("default/blocker")
     assert s.run() == 2
     assert {s.recorder.outcomes[k].phase for k in ("default/g-0", "default/g-1")} == {"Scheduled"}
+
+
+def test_an_arriving_gang_member_does_not_recheck_every_waiting_one() -> None:
+    """Members gated on minCount share one gate: an arrival re-checks one of them, not all (quadratic in the
+    gang's size before), and the last arrival releases every member at once."""
+    s = Scheduler()
+    s.load([make_node("n").allocatable(cpu="100", pods=200).obj()], [], [make_group("g", 50)])
+    checks = 0
+    check = s.queue._pre_enqueue
+
+    def counting(pi):  # type: ignore[no-untyped-def]
+        nonlocal checks
+        checks += 1
+        return check(pi)
+
+    s.queue._pre_enqueue = counting
+    for i in range(49):
+        s.add_pod(make_pod(f"g-{i}").requests(cpu="1").group("g").obj())
+    assert len(s.queue.gated) == 49 and len(s.queue) == 0
+    assert checks <= 2 * 49  # its own check and one probe per arrival (49 * 50 / 2 before)
+    s.add_pod(make_pod("g-49").requests(cpu="1").group("g").obj())
+    assert not s.queue.gated and len(s.queue) == 50
+    assert s.run() == 50

@@ -41,7 +41,8 @@ class SchedulingQueue:
         self._heap: list[tuple[tuple[int, float, str], str]] = []
         self._active: dict[str, PodInfo] = {}
         self.gated: dict[str, tuple[PodInfo, Status]] = {}
-        self._gated_by_group: dict[str | None, set[str]] = {}
+        self._gated_by_group: dict[str | None, set[str]] = {}  # gated by a pod's own check (gates, claims)
+        self._group_gated: dict[str | None, set[str]] = {}  # gated by a group-scoped plugin (minCount, no group)
         self.unschedulable: dict[str, _Entry] = {}
         self._by_event: dict[ClusterEvent, set[str]] = {}
         self._gang_by_group: dict[str | None, set[str]] = {}
@@ -55,7 +56,8 @@ class SchedulingQueue:
         status = self._pre_enqueue(pi)
         if not status.ok:
             self.gated[pi.key] = (pi, status)
-            self._gated_by_group.setdefault(pi.group_key, set()).add(pi.key)
+            index = self._group_gated if status.plugin in self._group_scoped else self._gated_by_group
+            index.setdefault(pi.group_key, set()).add(pi.key)
             return
         self._active[pi.key] = pi
         heapq.heappush(self._heap, (pi.sort_key(), pi.key))
@@ -87,12 +89,24 @@ class SchedulingQueue:
         gated = self.gated.pop(key, None)
         if gated is not None:
             self._gated_by_group.get(gated[0].group_key, set()).discard(key)
+            self._group_gated.get(gated[0].group_key, set()).discard(key)
         entry = self.unschedulable.pop(key, None)
         if entry is not None:
             for plugin in entry.rejected_by:
                 for event in self._hints.get(plugin, ()):
                     self._by_event.get(event, set()).discard(key)
             self._gang_by_group.get(entry.pi.group_key, set()).discard(key)
+
+    def _group_gate_changed(self, group_key: str) -> bool:
+        """Whether the group-scoped gate of ``group_key``'s gated members may have changed. It depends only on the
+        group (its existence, its member count), so one member stands for all: while it stays gated with the same
+        status, re-checking the others would give the same answer. Without this, each arriving member of a gang
+        re-checked every earlier one, quadratic in the gang's size."""
+        members = self._group_gated.get(group_key)
+        if not members:
+            return False
+        probe, before = self.gated[next(iter(members))]
+        return self._pre_enqueue(probe) != before
 
     def mark_unschedulable(self, pi: PodInfo, rejected_by: Iterable[str]) -> None:
         self.remove(pi.key)
@@ -122,6 +136,8 @@ class SchedulingQueue:
         if event in (ClusterEvent.POD_ADD, ClusterEvent.POD_GROUP_ADD) and group_key is not None:
             keys |= self._gang_by_group.get(group_key, set())
             keys |= self._gated_by_group.get(group_key, set())
+            if self._group_gate_changed(group_key):
+                keys |= self._group_gated.get(group_key, set())
         moved = 0
         for key in sorted(keys):
             entry = self.unschedulable.get(key)
