@@ -10,7 +10,7 @@ import json
 import sys
 import tempfile
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from functools import wraps
 from typing import Any, TypeVar
 
@@ -71,11 +71,19 @@ def validate(paths: tuple[str, ...]) -> None:
     """Check manifests as kube-apiserver would: one line per problem, exit 2 if any."""
     from phalanx.api.loader import load
     from phalanx.api.validation import validate as validate_inventory
+    from phalanx.api.validation.ignored_fields import ignored_field_warnings
 
-    problems = validate_inventory(load(paths))
+    inv = load(paths)
+    problems = validate_inventory(inv)
+    _warn(w.render() for w in ignored_field_warnings(inv))
     if problems:
         raise InputError(problems)
     click.echo("valid", err=True)
+
+
+def _warn(warnings: Iterable[str]) -> None:
+    for warning in warnings:
+        click.echo(f"warning: {warning}", err=True)
 
 
 @cli.command()
@@ -88,7 +96,8 @@ def validate(paths: tuple[str, ...]) -> None:
 def schedule(
     paths: tuple[str, ...], output: str, config_path: str | None, scheduler_name: str | None, seed: int
 ) -> None:
-    """What would a v1.36 workload-aware scheduler do with this snapshot?"""
+    """What would a workload-aware scheduler (Kubernetes v1.37, v1.36 objects read too) do with this snapshot?"""
+    from phalanx.api.validation.ignored_fields import ignored_field_warnings
     from phalanx.scheduling.config import load_config
     from phalanx.snapshot.result import build_result, node_summary
     from phalanx.snapshot.schedule import schedule_snapshot
@@ -96,7 +105,8 @@ def schedule(
     config = load_config(config_path) if config_path else None
     for warning in config.warnings if config else []:
         click.echo(f"warning: {warning}", err=True)
-    sched, _, timings = schedule_snapshot(paths, config, scheduler_name, seed=seed)
+    sched, inv, timings = schedule_snapshot(paths, config, scheduler_name, seed=seed)
+    _warn(w.render() for w in ignored_field_warnings(inv))
     result = build_result(sched, timings)
     if output == "json":
         click.echo(json.dumps(result, indent=2))

@@ -9,6 +9,7 @@ from typing import Any
 
 import yaml
 
+from phalanx.api.device_taint_rules import apply_device_taint_rules
 from phalanx.api.errors import InputError
 from phalanx.api.loader import load
 from phalanx.api.models import Node
@@ -86,7 +87,8 @@ def load_cluster(path: str) -> ClusterSpec | KubeCluster:
         raise InputError([f"{path}: no Nodes and no `pools`: nothing to simulate on"])
     if not inv.resource_slices:
         return KubeCluster(inv.nodes)
-    return KubeCluster(inv.nodes, ClusterDevices(inv.device_classes, inv.resource_slices))
+    slices = apply_device_taint_rules(inv.resource_slices, inv.device_taint_rules)
+    return KubeCluster(inv.nodes, ClusterDevices(inv.device_classes, slices))
 
 
 def node_failures(mtbf_hours: float | None, repair_hours: float) -> NodeFailures | None:
