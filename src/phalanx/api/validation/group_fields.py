@@ -62,7 +62,7 @@ def _count(path: str, count: int | None, optional: bool) -> list[FieldError]:
         return [FieldError.required(path)]  # RequiredValue: a zero int32 is an unset one
     if count < 1:
         return [FieldError.invalid(path, count, "must be greater than or equal to 1")]
-    return []
+    return f.int32(path, count)
 
 
 def validate_constraints(path: str, constraints: s.PodGroupSchedulingConstraints | None) -> list[FieldError]:
