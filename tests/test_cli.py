@@ -204,9 +204,10 @@ def test_jobs_in_a_snapshot_are_expanded_by_the_job_controller() -> None:
     doc = schedule_json("-f", str(ROOT / "examples" / "job-gang" / "snapshot.yaml"))
     pretrain = [p for p in doc["pods"] if p["name"].startswith("pretrain-")]
     assert len(pretrain) == 4 and {p["phase"] for p in pretrain} == {"Scheduled"}
-    (group,) = doc["podGroups"]
-    assert group["name"].startswith("pretrain-") and group["name"].count("-worker-0-") == 1
-    assert group["minCount"] == 4 and group["scheduledPods"] == 4
+    groups = {g["name"].split("-")[0]: g for g in doc["podGroups"]}
+    assert groups["pretrain"]["name"].count("-pretrain-pgt-0-") == 1  # <workload>-<template>-<hash>, as v1.37
+    assert groups["pretrain"]["minCount"] == 4 and groups["pretrain"]["scheduledPods"] == 4
+    assert groups["preprocess"]["minCount"] is None  # no spec.scheduling: basic
     assert len([p for p in doc["pods"] if p["name"].startswith("preprocess-")]) == 2
 
 

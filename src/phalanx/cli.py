@@ -121,9 +121,10 @@ def validate(paths: tuple[str, ...]) -> None:
     """Check manifests as kube-apiserver would: one line per problem, exit 2 if any."""
     from phalanx.api.loader import load
     from phalanx.api.validation import validate as validate_inventory
+    from phalanx.api.validation.ignored_fields import ignored_field_warnings
 
     inv = load(paths)
-    _warn(inv.warnings)
+    _warn([*inv.warnings, *(w.render() for w in ignored_field_warnings(inv))])
     problems = validate_inventory(inv)
     if problems:
         raise InputError(problems)
@@ -142,7 +143,8 @@ def validate(paths: tuple[str, ...]) -> None:
 def schedule(
     paths: tuple[str, ...], output: str, config_path: str | None, scheduler_name: str | None, seed: int
 ) -> None:
-    """What would a v1.36 workload-aware scheduler do with this snapshot?"""
+    """What would a workload-aware scheduler (Kubernetes v1.37, v1.36 objects read too) do with this snapshot?"""
+    from phalanx.api.validation.ignored_fields import ignored_field_warnings
     from phalanx.scheduling.config import load_config
     from phalanx.snapshot.result import build_result, node_summary
     from phalanx.snapshot.schedule import schedule_snapshot
@@ -151,7 +153,7 @@ def schedule(
     for warning in config.warnings if config else []:
         click.echo(f"warning: {warning}", err=True)
     sched, inv, timings = schedule_snapshot(paths, config, scheduler_name, seed=seed)
-    _warn(inv.warnings)
+    _warn([*inv.warnings, *(w.render() for w in ignored_field_warnings(inv))])
     result = build_result(sched, timings)
     if output == "json":
         click.echo(json.dumps(result, indent=2))

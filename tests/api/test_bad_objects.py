@@ -46,7 +46,8 @@ def test_an_object_without_kind_and_an_unsupported_version_are_warnings(tmp_path
     assert warnings(tmp_path, text) == [
         "x.yaml:1: object a: kind: Required value: the object is skipped",
         'x.yaml:4: PodGroup default/g: apiVersion: Unsupported value: "scheduling.k8s.io/v1alpha1": '
-        'supported values: "scheduling.k8s.io/v1alpha2": the object is skipped'.replace("default/g", "g"),
+        'supported values: "scheduling.k8s.io/v1alpha2", "scheduling.phalanx.dev/v1alpha2", "scheduling.k8s.io/v1beta1", '
+        '"scheduling.k8s.io/v1alpha3": the object is skipped'.replace("default/g", "g"),
     ]
 
 

@@ -56,7 +56,7 @@ def test_dns_subdomain(value: str, want: list[str]) -> None:
         pytest.param("My_Key.v1", [], id="mixed case, underscore, dot"),
         pytest.param("topology.kubernetes.io/zone", [], id="prefixed"),
         pytest.param("/zone", ["prefix part must be non-empty"], id="empty prefix"),
-        pytest.param("example.com/", ["name part must be non-empty"], id="empty name"),
+        pytest.param("example.com/", ["name part must be non-empty", QUALIFIED_NAME], id="empty name"),
         pytest.param("Example.com/a", [f"prefix part {DNS_SUBDOMAIN}"], id="bad prefix"),
         pytest.param("a" * 64, ["name part must be no more than 63 characters"], id="name too long"),
         pytest.param("a b", [QUALIFIED_NAME], id="space"),
@@ -64,7 +64,7 @@ def test_dns_subdomain(value: str, want: list[str]) -> None:
         pytest.param(
             "a/b/c",
             [
-                "a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
+                "a valid label key must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
                 "with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
                 "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and "
                 "'/' (e.g. 'example.com/MyName')"

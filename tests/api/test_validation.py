@@ -122,6 +122,7 @@ NODE_CASES = [
         {"spec": {"taints": [{"key": "", "value": "a b", "effect": "Sometimes"}, {"key": "k"}]}},
         [
             'spec.taints[0].key: Invalid value: "": name part must be non-empty',
+            f'spec.taints[0].key: Invalid value: "": {QUALIFIED_NAME}',
             f'spec.taints[0].value: Invalid value: "a b": {LABEL_VALUE}',
             'spec.taints[0].effect: Unsupported value: "Sometimes": supported values: '
             '"NoSchedule", "PreferNoSchedule", "NoExecute"',

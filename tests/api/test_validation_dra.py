@@ -314,6 +314,7 @@ SLICE_CASES = [
         ),
         [
             f'{D0}.taints[0].key: Invalid value: "": name part must be non-empty',
+            f'{D0}.taints[0].key: Invalid value: "": {QUALIFIED_NAME}',
             f'{D0}.taints[0].value: Invalid value: "bad value": a valid label must be an empty string or consist of '
             "alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. "
             "'MyValue',  or 'my_value',  or '12345', regex used for validation is "

@@ -340,7 +340,7 @@ SCHEDULING_CASES = [
         {"spec": {"nodeName": "n1", "schedulingGates": [{"name": "a/b/c"}, {"name": "x"}, {"name": "x"}]}},
         [
             "spec.nodeName: Forbidden: cannot be set until all schedulingGates have been cleared",
-            'spec.schedulingGates[0].name: Invalid value: "a/b/c": a qualified name must consist of alphanumeric '
+            'spec.schedulingGates[0].name: Invalid value: "a/b/c": a valid label key must consist of alphanumeric '
             "characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or "
             "'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with "
             "an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",

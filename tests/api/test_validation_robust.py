@@ -14,7 +14,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from phalanx.api import dra
 from phalanx.api import models as m
+from phalanx.api import scheduling_v1alpha2 as v1alpha2
 from phalanx.api.errors import FieldError
 from phalanx.api.validation import validate_object
 
@@ -25,17 +27,20 @@ TEXT = st.one_of(
 NUMBER = st.integers(min_value=-(2**40), max_value=2**40)
 
 
-def strategy(t: mi.Type) -> st.SearchStrategy[Any]:
-    """A strategy for JSON-like values of msgspec type ``t``."""
+def strategy(t: mi.Type, depth: int = 0) -> st.SearchStrategy[Any]:
+    """A strategy for JSON-like values of msgspec type ``t``; recursive types (composite templates nest) stop at a
+    depth deeper than the API allows."""
     if isinstance(t, mi.StructType):
-        fields = {f.encode_name: strategy(f.type) for f in t.fields}
+        if depth > 12:
+            return st.just({})
+        fields = {f.encode_name: strategy(f.type, depth + 1) for f in t.fields}
         return st.fixed_dictionaries({}, optional=fields)
     if isinstance(t, mi.UnionType):
-        return st.one_of([strategy(x) for x in t.types])
+        return st.one_of([strategy(x, depth) for x in t.types])
     if isinstance(t, mi.ListType):
-        return st.lists(strategy(t.item_type), max_size=3)
+        return st.lists(strategy(t.item_type, depth), max_size=3)
     if isinstance(t, mi.DictType):
-        return st.dictionaries(TEXT, strategy(t.value_type), max_size=3)
+        return st.dictionaries(TEXT, strategy(t.value_type, depth), max_size=3)
     if isinstance(t, mi.StrType):
         return TEXT
     if isinstance(t, mi.IntType):
@@ -49,10 +54,22 @@ def strategy(t: mi.Type) -> st.SearchStrategy[Any]:
     return st.none()  # datetimes and Any: leave unset
 
 
-MODELS = [m.Pod, m.Node, m.PriorityClass, m.PodDisruptionBudget, m.Workload, m.PodGroup]
+MODELS = [
+    m.Pod,
+    m.Node,
+    m.PriorityClass,
+    m.PodDisruptionBudget,
+    m.Workload,
+    m.PodGroup,
+    m.CompositePodGroup,
+    m.Job,
+    v1alpha2.Workload,
+    v1alpha2.PodGroup,
+    dra.DeviceTaintRule,
+]
 
 
-@pytest.mark.parametrize("model", MODELS, ids=lambda t: t.__name__)
+@pytest.mark.parametrize("model", MODELS, ids=lambda t: f"{t.__module__.rsplit('.', 1)[-1]}.{t.__name__}")
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(data=st.data())
 def test_validation_never_raises(model: type[msgspec.Struct], data: st.DataObject) -> None:

@@ -1,4 +1,5 @@
-"""Workload and PodGroup validation (spec workload-api.md §1.10): one case per rule and limit, exact messages."""
+"""v1.36 Workload and PodGroup validation (``scheduling.k8s.io/v1alpha2``, spec workload-api.md §1.10): one case per
+rule and limit, exact messages. The objects are validated as written, in their own version (v1.37: the _v137 file)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from phalanx.api import models as m
+from phalanx.api import scheduling_v1alpha2 as m
 
 from api_cases import DELETE, DNS_LABEL, DNS_SUBDOMAIN, QUALIFIED_NAME, Case, Replace, errors_of, params
 
@@ -164,7 +165,7 @@ PG_CASES = [
     Case(
         "two topology constraints",
         {"spec": {"schedulingConstraints": {"topology": [{"key": "rack"}, {"key": "zone"}]}}},
-        ["spec.schedulingConstraints.topology: Too many: 2: must have at most 1 items"],
+        ["spec.schedulingConstraints.topology: Too many: 2: must have at most 1 item"],
     ),
     Case(
         "topology key missing",

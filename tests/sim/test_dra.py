@@ -343,3 +343,15 @@ def test_cli_takes_a_directory_of_kubernetes_objects(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     (gang,) = json.loads(result.stdout)["policies"]
     assert gang["completed"] == 1 and gang["gpuAllocationPercent"] > 0
+
+
+def test_kubernetes_yaml_cluster_applies_its_device_taint_rules(tmp_path: Path) -> None:
+    """A simulated cluster given as Kubernetes objects hands the engine slices whose devices carry the taints of its
+    DeviceTaintRules, as `schedule` does (the rule without a selector taints nothing)."""
+    example = ROOT / "examples" / "v1.37" / "device-taint-rule"
+    for name in ("cluster.yaml", "taint-rules.yaml"):
+        (tmp_path / name).write_text((example / name).read_text())
+    cluster = load_cluster(str(tmp_path))
+    assert isinstance(cluster, KubeCluster) and cluster.devices is not None
+    tainted = {f"{s.spec.pool.name}/{d.name}" for s in cluster.devices.slices for d in s.spec.devices if d.taints}
+    assert tainted == {"gpu-a/gpu-0", "gpu-a/gpu-1", "gpu-b/gpu-1"}

@@ -1,8 +1,9 @@
 """Typed models of the Dynamic Resource Allocation objects (``resource.k8s.io/v1``) phalanx reads.
 
-DeviceClass, ResourceSlice, ResourceClaim and ResourceClaimTemplate in the v1 shape. The ``v1beta2`` shape is the
-same; ``v1beta1`` (flattened requests, ``Device.basic``) is converted to v1 by :mod:`phalanx.api.dra_convert`
-before decoding. Like :mod:`phalanx.api.models`, every field has a default and validation reports what is missing.
+DeviceClass, ResourceSlice, ResourceClaim, ResourceClaimTemplate and (v1.37) DeviceTaintRule in the v1 shape.
+The ``v1beta2`` shape is the same; ``v1beta1`` (flattened requests, ``Device.basic``) is converted to v1 by
+:mod:`phalanx.api.dra_convert` before decoding. Like :mod:`phalanx.api.models`, every field has a default and
+validation reports what is missing.
 """
 
 from __future__ import annotations
@@ -42,6 +43,9 @@ __all__ = [
     "DeviceSelector",
     "DeviceSubRequest",
     "DeviceTaint",
+    "DeviceTaintRule",
+    "DeviceTaintRuleSpec",
+    "DeviceTaintSelector",
     "DeviceToleration",
     "ExactDeviceRequest",
     "OpaqueDeviceConfiguration",
@@ -145,6 +149,8 @@ class CounterSet(_Model):
 class DeviceCounterConsumption(_Model):
     counter_set: str = ""
     counters: dict[str, Counter] = {}
+    # DRADeviceCompatibilityGroups (alpha in v1.37, off): read only to warn that it is ignored (docs/dra.md).
+    compatibility_groups: list[str] = []
 
 
 class DeviceTaint(_Model):
@@ -167,6 +173,8 @@ class Device(_Model):
     binding_conditions: list[str] = []
     binding_failure_conditions: list[str] = []
     allow_multiple_allocations: bool | None = None
+    # DRANodeAllocatableResources (alpha, off): read only to warn that it is ignored (docs/dra.md).
+    node_allocatable_resources: dict[str, Any] = {}
 
 
 class ResourcePool(_Model):
@@ -184,6 +192,11 @@ class ResourceSliceSpec(_Model):
     per_device_node_selection: bool | None = None
     devices: list[Device] = []
     shared_counters: list[CounterSet] = []
+    # v1.37, DRAPartitionableDevicesType (alpha): the string attribute naming each partition's type. Validated;
+    # allocation does not need it (devices of one type already share their counter costs).
+    partition_type_attribute: str | None = None
+    # v1.37, DRAOptionalNodeOperations (alpha): kubelet calls a driver may skip; nothing the scheduler decides.
+    skip_node_operations: list[str] = []
 
 
 class ResourceSlice(_Model):
@@ -227,6 +240,8 @@ class ExactDeviceRequest(_Model):
     admin_access: bool | None = None
     tolerations: list[DeviceToleration] = []
     capacity: CapacityRequirements | None = None
+    # DRADerivedAttributes (alpha in v1.37, off): read only to warn that it is ignored (docs/dra.md).
+    derived_attributes: list[dict[str, Any]] = []
 
 
 class DeviceSubRequest(_Model):
@@ -237,6 +252,8 @@ class DeviceSubRequest(_Model):
     count: int = 0
     tolerations: list[DeviceToleration] = []
     capacity: CapacityRequirements | None = None
+    # DRADerivedAttributes (alpha in v1.37, off): read only to warn that it is ignored (docs/dra.md).
+    derived_attributes: list[dict[str, Any]] = []
 
 
 class DeviceRequest(_Model):
@@ -335,3 +352,30 @@ class ResourceClaimTemplate(_Model):
     kind: str = "ResourceClaimTemplate"
     metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
     spec: ResourceClaimTemplateSpec = msgspec.field(default_factory=ResourceClaimTemplateSpec)
+
+
+# --- DeviceTaintRule (v1 since v1.37) ---------------------------------------------------------------------------
+
+
+class DeviceTaintSelector(_Model):
+    """Which devices a rule taints: every criterion set must hold. An empty selector selects every device; a rule
+    without one selects none."""
+
+    driver: str | None = None
+    pool: str | None = None
+    device: str | None = None
+    # Removed from the API in v1.35 (the eviction controller cannot evaluate CEL on allocated devices); kept only so
+    # validation can reject it as kube-apiserver's strict decoding does, instead of tainting more than meant.
+    selectors: list[DeviceSelector] | None = None
+
+
+class DeviceTaintRuleSpec(_Model):
+    device_selector: DeviceTaintSelector | None = None
+    taint: DeviceTaint = msgspec.field(default_factory=DeviceTaint)
+
+
+class DeviceTaintRule(_Model):
+    api_version: str = "resource.k8s.io/v1"
+    kind: str = "DeviceTaintRule"
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: DeviceTaintRuleSpec = msgspec.field(default_factory=DeviceTaintRuleSpec)

@@ -56,7 +56,8 @@ class FieldError:
 
     @staticmethod
     def too_many(path: str, actual: int, limit: int) -> FieldError:
-        return FieldError(path, f"Too many: {actual}: must have at most {limit} items")
+        # apimachinery's field.TooMany: "item" when the limit is one.
+        return FieldError(path, f"Too many: {actual}: must have at most {limit} item{'' if limit == 1 else 's'}")
 
 
 def _render(value: object) -> str:

@@ -1,8 +1,10 @@
 """Reading Kubernetes objects: multi-document YAML and JSON files, directories, ``kind: List`` and stdin.
 
 Objects are decoded leniently into the typed models of :mod:`phalanx.api.models`; kinds phalanx does not use are
-skipped. Line numbers are found only when a problem is reported (``locate``), so the fast path never builds a
-node tree.
+skipped. Workload API objects of every served version become the internal model (:mod:`phalanx.api.scheduling`);
+an object that came in an older version keeps its decoded original in ``Inventory.versioned`` so that validation
+reports that version's paths. Line numbers are found only when a problem is reported (``locate``), so the fast
+path never builds a node tree.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from phalanx.api.dra_convert import CONVERTERS
 from phalanx.api.errors import FieldError, InputError, Problem, Source
 from phalanx.api.files import read_text
 from phalanx.api.gcpause import paused_gc
+from phalanx.api.scheduling_convert import SCHEDULING_KINDS
 
 __all__ = [
     "KINDS",
@@ -51,8 +54,8 @@ KINDS: dict[tuple[str, str], type[msgspec.Struct]] = {
     ("v1", "Namespace"): m.Namespace,
     ("scheduling.k8s.io/v1", "PriorityClass"): m.PriorityClass,
     ("policy/v1", "PodDisruptionBudget"): m.PodDisruptionBudget,
-    ("scheduling.k8s.io/v1alpha2", "Workload"): m.Workload,
-    ("scheduling.k8s.io/v1alpha2", "PodGroup"): m.PodGroup,
+    # scheduling.k8s.io v1alpha2 (v1.36), v1beta1 and v1alpha3 (v1.37): decoded per version, then converted.
+    **{key: model for key, (model, _) in SCHEDULING_KINDS.items()},
     ("node.k8s.io/v1", "RuntimeClass"): m.RuntimeClass,
     ("batch/v1", "Job"): m.Job,
     **{
@@ -65,8 +68,19 @@ KINDS: dict[tuple[str, str], type[msgspec.Struct]] = {
             ("ResourceClaimTemplate", dra.ResourceClaimTemplate),
         )
     },
+    # DeviceTaintRule: v1 since v1.37 (DRADeviceTaintRules GA); v1beta2 has the same shape.
+    **{(f"resource.k8s.io/{v}", "DeviceTaintRule"): dra.DeviceTaintRule for v in ("v1", "v1beta2")},
 }
-NAMESPACED = {"Pod", "PodDisruptionBudget", "Workload", "PodGroup", "Job", "ResourceClaim", "ResourceClaimTemplate"}
+NAMESPACED = {
+    "Pod",
+    "PodDisruptionBudget",
+    "Workload",
+    "PodGroup",
+    "CompositePodGroup",
+    "Job",
+    "ResourceClaim",
+    "ResourceClaimTemplate",
+}
 _SUFFIXES = (".yaml", ".yml", ".json")
 
 
@@ -86,6 +100,7 @@ class Inventory:
     pdbs: list[m.PodDisruptionBudget] = field(default_factory=list)
     workloads: list[m.Workload] = field(default_factory=list)
     pod_groups: list[m.PodGroup] = field(default_factory=list)
+    composite_pod_groups: list[m.CompositePodGroup] = field(default_factory=list)
     runtime_classes: list[m.RuntimeClass] = field(default_factory=list)
     jobs: list[m.Job] = field(default_factory=list)
     namespaces: list[m.Namespace] = field(default_factory=list)
@@ -93,8 +108,11 @@ class Inventory:
     resource_slices: list[dra.ResourceSlice] = field(default_factory=list)
     resource_claims: list[dra.ResourceClaim] = field(default_factory=list)
     resource_claim_templates: list[dra.ResourceClaimTemplate] = field(default_factory=list)
+    device_taint_rules: list[dra.DeviceTaintRule] = field(default_factory=list)
     generated_claims: dict[str, str] = field(default_factory=dict)  # claim ns/name -> template (controllers)
     sources: dict[int, Source] = field(default_factory=dict)
+    # id(internal object) -> the object as decoded in its own version, for objects of an older version (v1alpha2)
+    versioned: dict[int, msgspec.Struct] = field(default_factory=dict)
     texts: dict[str, str] = field(default_factory=dict)  # stdin's text, kept to locate lines
     trees: dict[str, list[yaml.Node]] = field(default_factory=dict)  # parsed once per file, only to locate lines
     warnings: list[str] = field(default_factory=list)  # objects skipped, one line each, like problems
@@ -114,6 +132,7 @@ _LISTS = {
     m.PodDisruptionBudget: "pdbs",
     m.Workload: "workloads",
     m.PodGroup: "pod_groups",
+    m.CompositePodGroup: "composite_pod_groups",
     m.RuntimeClass: "runtime_classes",
     m.Job: "jobs",
     m.Namespace: "namespaces",
@@ -121,6 +140,7 @@ _LISTS = {
     dra.ResourceSlice: "resource_slices",
     dra.ResourceClaim: "resource_claims",
     dra.ResourceClaimTemplate: "resource_claim_templates",
+    dra.DeviceTaintRule: "device_taint_rules",
 }
 
 
@@ -276,6 +296,9 @@ def decode(raws: list[RawObject], texts: dict[str, str] | None = None) -> Invent
         except msgspec.ValidationError as exc:
             problems.append(_type_problem(raw, exc, inv.texts, inv.trees))
             continue
+        versioned = None
+        if version_kind in SCHEDULING_KINDS:
+            versioned, obj = obj, SCHEDULING_KINDS[version_kind][1](obj)
         meta: m.ObjectMeta = obj.metadata  # type: ignore[attr-defined]
         kind: str = obj.kind  # type: ignore[attr-defined]
         if kind in NAMESPACED and not meta.namespace:
@@ -286,8 +309,10 @@ def decode(raws: list[RawObject], texts: dict[str, str] | None = None) -> Invent
             problems.append(_problem(raw.source, kind, meta.namespace, meta.name, err, inv.texts))
             continue
         seen[key] = raw.source
-        getattr(inv, _LISTS[model]).append(obj)
+        getattr(inv, _LISTS[type(obj)]).append(obj)
         inv.sources[id(obj)] = raw.source
+        if versioned is not None and type(versioned) is not type(obj):
+            inv.versioned[id(obj)] = versioned
     if problems:
         raise InputError(problems)
     inv.warnings = _skip_warnings(skipped, inv)

@@ -12,15 +12,55 @@ from typing import Any
 
 import msgspec
 
+from phalanx.api.meta import Condition, ObjectMeta, OwnerReference, TypedLocalObjectReference
+from phalanx.api.scheduling import (
+    AllDisruptionMode,
+    BasicSchedulingPolicy,
+    CompositeBasicSchedulingPolicy,
+    CompositeGangSchedulingPolicy,
+    CompositePodGroup,
+    CompositePodGroupSchedulingPolicy,
+    CompositePodGroupSpec,
+    CompositePodGroupStatus,
+    CompositePodGroupTemplate,
+    DisruptionMode,
+    GangSchedulingPolicy,
+    PodGroup,
+    PodGroupResourceClaim,
+    PodGroupResourceClaimStatus,
+    PodGroupSchedulingConstraints,
+    PodGroupSchedulingPolicy,
+    PodGroupSpec,
+    PodGroupStatus,
+    PodGroupTemplate,
+    SingleDisruptionMode,
+    TopologyConstraint,
+    Workload,
+    WorkloadReference,
+    WorkloadSpec,
+)
+
 __all__ = [
     "Affinity",
+    "AllDisruptionMode",
     "BasicSchedulingPolicy",
+    "CompositeBasicSchedulingPolicy",
+    "CompositeGangSchedulingPolicy",
+    "CompositePodGroup",
+    "CompositePodGroupSchedulingPolicy",
+    "CompositePodGroupSpec",
+    "CompositePodGroupStatus",
+    "CompositePodGroupTemplate",
     "Condition",
     "Container",
     "ContainerPort",
+    "DisruptionMode",
     "GangSchedulingPolicy",
     "Job",
+    "JobCondition",
+    "JobSchedulingConfiguration",
     "JobSpec",
+    "JobStatus",
     "LabelSelector",
     "LabelSelectorRequirement",
     "Namespace",
@@ -43,12 +83,12 @@ __all__ = [
     "PodDisruptionBudgetStatus",
     "PodGroup",
     "PodGroupResourceClaim",
+    "PodGroupResourceClaimStatus",
     "PodGroupSchedulingConstraints",
     "PodGroupSchedulingPolicy",
     "PodGroupSpec",
     "PodGroupStatus",
     "PodGroupTemplate",
-    "PodGroupTemplateReference",
     "PodResourceClaimStatus",
     "PodSchedulingGate",
     "PodSchedulingGroup",
@@ -64,6 +104,7 @@ __all__ = [
     "ResourceRequirements",
     "RuntimeClass",
     "Scheduling",
+    "SingleDisruptionMode",
     "Taint",
     "Toleration",
     "TopologyConstraint",
@@ -71,7 +112,7 @@ __all__ = [
     "TypedLocalObjectReference",
     "WeightedPodAffinityTerm",
     "Workload",
-    "WorkloadPodGroupTemplateReference",
+    "WorkloadReference",
     "WorkloadSpec",
 ]
 
@@ -81,30 +122,6 @@ ResourceList = dict[str, Quantity]
 
 class _Model(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):
     pass
-
-
-class OwnerReference(_Model):
-    api_version: str = ""
-    kind: str = ""
-    name: str = ""
-    uid: str = ""
-    controller: bool | None = None
-    block_owner_deletion: bool | None = None
-
-
-class ObjectMeta(_Model):
-    name: str = ""
-    generate_name: str = ""
-    namespace: str = ""
-    uid: str = ""
-    resource_version: str = ""
-    generation: int = 0
-    labels: dict[str, str] = {}
-    annotations: dict[str, str] = {}
-    creation_timestamp: datetime | None = None
-    deletion_timestamp: datetime | None = None
-    owner_references: list[OwnerReference] = []
-    finalizers: list[str] = []
 
 
 # --- selectors -------------------------------------------------------------------------------------------------
@@ -354,110 +371,6 @@ class PodDisruptionBudget(_Model):
     status: PodDisruptionBudgetStatus = msgspec.field(default_factory=PodDisruptionBudgetStatus)
 
 
-# --- scheduling.k8s.io/v1alpha2 ----------------------------------------------------------------------------------
-
-
-class BasicSchedulingPolicy(_Model):
-    pass
-
-
-class GangSchedulingPolicy(_Model):
-    min_count: int | None = None
-
-
-class PodGroupSchedulingPolicy(_Model):
-    basic: BasicSchedulingPolicy | None = None
-    gang: GangSchedulingPolicy | None = None
-
-
-class TopologyConstraint(_Model):
-    key: str = ""
-
-
-class PodGroupSchedulingConstraints(_Model):
-    topology: list[TopologyConstraint] = []
-
-
-class PodGroupResourceClaim(_Model):
-    name: str = ""
-    resource_claim_name: str | None = None
-    resource_claim_template_name: str | None = None
-
-
-class TypedLocalObjectReference(_Model):
-    api_group: str = ""
-    kind: str = ""
-    name: str = ""
-
-
-class PodGroupTemplate(_Model):
-    name: str = ""
-    scheduling_policy: PodGroupSchedulingPolicy | None = None
-    scheduling_constraints: PodGroupSchedulingConstraints | None = None
-    resource_claims: list[PodGroupResourceClaim] = []
-    disruption_mode: str | None = None
-    priority_class_name: str = ""
-    priority: int | None = None
-
-
-class WorkloadSpec(_Model):
-    controller_ref: TypedLocalObjectReference | None = None
-    pod_group_templates: list[PodGroupTemplate] = []
-
-
-class Workload(_Model):
-    api_version: str = "scheduling.k8s.io/v1alpha2"
-    kind: str = "Workload"
-    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
-    spec: WorkloadSpec | None = None
-
-
-class WorkloadPodGroupTemplateReference(_Model):
-    workload_name: str = ""
-    pod_group_template_name: str = ""
-
-
-class PodGroupTemplateReference(_Model):
-    workload: WorkloadPodGroupTemplateReference | None = None
-
-
-class Condition(_Model):
-    type: str = ""
-    status: str = ""
-    reason: str = ""
-    message: str = ""
-    observed_generation: int = 0
-    last_transition_time: datetime | None = None
-
-
-class PodGroupResourceClaimStatus(_Model):
-    name: str = ""
-    resource_claim_name: str | None = None
-
-
-class PodGroupSpec(_Model):
-    pod_group_template_ref: PodGroupTemplateReference | None = None
-    scheduling_policy: PodGroupSchedulingPolicy | None = None
-    scheduling_constraints: PodGroupSchedulingConstraints | None = None
-    resource_claims: list[PodGroupResourceClaim] = []
-    disruption_mode: str | None = None
-    priority_class_name: str = ""
-    priority: int | None = None
-
-
-class PodGroupStatus(_Model):
-    conditions: list[Condition] = []
-    resource_claim_statuses: list[PodGroupResourceClaimStatus] = []
-
-
-class PodGroup(_Model):
-    api_version: str = "scheduling.k8s.io/v1alpha2"
-    kind: str = "PodGroup"
-    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
-    spec: PodGroupSpec | None = None
-    status: PodGroupStatus = msgspec.field(default_factory=PodGroupStatus)
-
-
 # --- node.k8s.io/v1 --------------------------------------------------------------------------------------------
 
 
@@ -492,6 +405,16 @@ class PodTemplateSpec(_Model):
     spec: PodSpec = msgspec.field(default_factory=PodSpec)
 
 
+class JobSchedulingConfiguration(_Model):
+    """``spec.scheduling`` of a v1.37 Job (WorkloadWithJob): the scheduling.k8s.io/v1alpha3 building blocks a
+    controller compiles into its Workload. The gang's ``minCount`` may be left out (it defaults to parallelism)."""
+
+    scheduling_policy: PodGroupSchedulingPolicy | None = None
+    scheduling_constraints: PodGroupSchedulingConstraints | None = None
+    disruption_mode: DisruptionMode | None = None
+    resource_claims: list[PodGroupResourceClaim] = []
+
+
 class JobSpec(_Model):
     parallelism: int | None = None
     completions: int | None = None
@@ -499,6 +422,21 @@ class JobSpec(_Model):
     backoff_limit: int = 6
     suspend: bool = False
     template: PodTemplateSpec = msgspec.field(default_factory=PodTemplateSpec)
+    scheduling: JobSchedulingConfiguration | None = None  # v1.37; v1.36 had no such field
+
+
+class JobCondition(_Model):
+    type: str = ""
+    status: str = ""
+
+
+class JobStatus(_Model):
+    """What tells the Job controller a Job has started (isNewJob): a Job that has is not given a Workload."""
+
+    start_time: datetime | None = None
+    succeeded: int = 0
+    failed: int = 0
+    conditions: list[JobCondition] = []
 
 
 class Job(_Model):
@@ -506,3 +444,4 @@ class Job(_Model):
     kind: str = "Job"
     metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
     spec: JobSpec = msgspec.field(default_factory=JobSpec)
+    status: JobStatus = msgspec.field(default_factory=JobStatus)

@@ -91,7 +91,7 @@ def check_qualified_name(value: str) -> list[str]:
             errs.extend("prefix part " + m for m in check_dns_subdomain(prefix))
     else:
         return [
-            "a qualified name "
+            "a valid label key "
             + _QUALIFIED_NAME_MSG.replace("name part must", "must", 1)
             + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
         ]
@@ -99,7 +99,7 @@ def check_qualified_name(value: str) -> list[str]:
         errs.append("name part must be non-empty")
     elif len(name) > 63:
         errs.append("name part " + _max_len(63))
-    if name and not _QUALIFIED_NAME.match(name):
+    if not _QUALIFIED_NAME.match(name):  # an empty name fails the pattern too, as upstream reports it
         errs.append(_QUALIFIED_NAME_MSG)
     return errs
 

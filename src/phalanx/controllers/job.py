@@ -1,25 +1,39 @@
-"""The Job controller's part that matters for scheduling (spec §6, Job integration phase 1, gate WorkloadWithJob).
+"""The Job controller's part that matters for scheduling: a Job's pods, and its Workload and PodGroup.
 
-An eligible Job (``parallelism > 1``, ``completionMode: Indexed``, ``completions == parallelism``, no
-``schedulingGroup`` in its template) gets a Workload with one template ``worker-0`` (gang, minCount = parallelism)
-and a PodGroup copying its policy; its pods name the PodGroup. Other Jobs get pods only, scheduled one by one.
-Pods are created for the indexes (or slots) not yet active or succeeded, up to ``parallelism`` at once.
+The Job integration follows the Kubernetes version the controller acts as (:class:`JobControllerOptions`):
+
+- v1.37 (the default; phase 2, :mod:`phalanx.controllers.job_workload`): every root Job gets a Workload and a
+  PodGroup compiled from ``spec.scheduling`` (basic when it is omitted), a delegated Job a PodGroup from its
+  parent's template;
+- v1.36 (``--compat v1.36``; phase 1, :mod:`phalanx.controllers.job_workload_v136`): only a gang-shaped Indexed Job
+  gets them, gang ``minCount = parallelism``.
+
+Pods name the PodGroup in ``spec.schedulingGroup``. Pods are created for the indexes (or slots) not yet active or
+succeeded, up to ``parallelism`` at once; a suspended Job gets its scheduling objects but no pods.
 """
 
 from __future__ import annotations
 
-import uuid
 import zlib
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 
 import msgspec
 
 from phalanx.api import models as m
+from phalanx.controllers import job_names
+from phalanx.controllers.job_objects import V1_36, V1_37, VERSIONS, JobControllerOptions, JobObjects
+from phalanx.controllers.job_owners import job_owner, uid_of
+from phalanx.controllers.job_workload import ensure_workload_and_pod_group
+from phalanx.controllers.job_workload_v136 import ensure_gang_v136, gang_eligible
 
 __all__ = [
+    "DEFAULT_OPTIONS",
     "INDEX_LABEL",
     "REASON_BACKOFF_LIMIT_EXCEEDED",
+    "V1_36",
+    "V1_37",
+    "VERSIONS",
+    "JobControllerOptions",
     "JobObjects",
     "backoff_limit_exceeded",
     "gang_eligible",
@@ -29,21 +43,10 @@ __all__ = [
     "workload_name",
 ]
 
-TEMPLATE_NAME = "worker-0"
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
 INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
-_MAX_NAME = 253
 REASON_BACKOFF_LIMIT_EXCEEDED = "BackoffLimitExceeded"  # the reason of the Job's Failed condition
-
-
-@dataclass
-class JobObjects:
-    """What reconciling one Job creates (objects that already exist are not repeated)."""
-
-    workload: m.Workload | None = None
-    pod_group: m.PodGroup | None = None
-    pods: list[m.Pod] = field(default_factory=list)
-    events: list[str] = field(default_factory=list)  # WorkloadCreated, AmbiguousWorkload, AmbiguousPodGroup
+DEFAULT_OPTIONS = JobControllerOptions()
 
 
 def backoff_limit_exceeded(job: m.Job, failed_pods: int) -> bool:
@@ -53,162 +56,43 @@ def backoff_limit_exceeded(job: m.Job, failed_pods: int) -> bool:
     return failed_pods > job.spec.backoff_limit
 
 
-def gang_eligible(job: m.Job) -> bool:
-    spec = job.spec
-    return (
-        spec.parallelism is not None
-        and spec.parallelism > 1
-        and spec.completion_mode == "Indexed"
-        and spec.completions == spec.parallelism
-        and spec.template.spec.scheduling_group is None
-    )
-
-
 def _hash(text: str) -> str:
     return format(zlib.crc32(text.encode()), "08x")
 
 
 def workload_name(job: m.Job) -> str:
-    """``<job name>-<hash of the Job's uid>``, truncated to a DNS subdomain (the hash differs from upstream's)."""
-    suffix = _hash(job.metadata.uid or f"{job.metadata.namespace}/{job.metadata.name}")
-    return f"{job.metadata.name[: _MAX_NAME - len(suffix) - 1]}-{suffix}"
+    """The name the controller gives the Job's Workload: ``<job name>-<hash of the Job's uid>``, as upstream."""
+    return job_names.workload_name(job.metadata.name, uid_of("Job", job.metadata))
 
 
-def pod_group_name(workload: str, template: str = TEMPLATE_NAME) -> str:
-    suffix = _hash(workload + template)
-    return f"{f'{workload}-{template}'[: _MAX_NAME - len(suffix) - 1]}-{suffix}"
-
-
-def uid_of(kind: str, meta: m.ObjectMeta) -> str:
-    """The object's uid, or a stable one derived from its identity (objects a snapshot holds or we generate)."""
-    return meta.uid or str(uuid.uuid5(uuid.NAMESPACE_URL, f"phalanx:{kind}/{meta.namespace}/{meta.name}"))
-
-
-def _owner(job: m.Job) -> m.OwnerReference:
-    return m.OwnerReference(
-        api_version="batch/v1",
-        kind="Job",
-        name=job.metadata.name,
-        uid=uid_of("Job", job.metadata),
-        controller=True,
-        block_owner_deletion=True,
-    )
+def pod_group_name(workload: str, template: str) -> str:
+    return job_names.pod_group_name(workload, template)
 
 
 def reconcile_job(
-    job: m.Job, workloads: Iterable[m.Workload], pod_groups: Iterable[m.PodGroup], pods: Iterable[m.Pod]
+    job: m.Job,
+    workloads: Iterable[m.Workload],
+    pod_groups: Iterable[m.PodGroup],
+    pods: Iterable[m.Pod],
+    options: JobControllerOptions = DEFAULT_OPTIONS,
 ) -> JobObjects:
     """One sync of ``job`` against the objects of its namespace; returns what the controller would create."""
     ns = job.metadata.namespace
     out = JobObjects()
-    if job.spec.suspend:
-        return out
     own = [p for p in pods if p.metadata.namespace == ns and _owned_by(p, job)]
-    group_name = _ensure_gang(
-        job,
-        [w for w in workloads if w.metadata.namespace == ns],
-        [g for g in pod_groups if g.metadata.namespace == ns],
-        bool(own),
-        out,
-    )
-    out.pods = _missing_pods(job, own, group_name)
+    ns_workloads = [w for w in workloads if w.metadata.namespace == ns]
+    ns_groups = [g for g in pod_groups if g.metadata.namespace == ns]
+    if options.version == V1_36:
+        group = ensure_gang_v136(job, ns_workloads, ns_groups, bool(own), out)
+    else:
+        group = ensure_workload_and_pod_group(job, ns_workloads, ns_groups, bool(own), options, out)
+    if not job.spec.suspend:
+        out.pods = _missing_pods(job, own, group.metadata.name if group is not None else None)
     return out
 
 
 def _owned_by(pod: m.Pod, job: m.Job) -> bool:
     return any(r.kind == "Job" and r.name == job.metadata.name and r.controller for r in pod.metadata.owner_references)
-
-
-def _ensure_gang(
-    job: m.Job, workloads: list[m.Workload], groups: list[m.PodGroup], has_pods: bool, out: JobObjects
-) -> str | None:
-    """ensureWorkloadAndPodGroup: discover or create the Workload and PodGroup; the PodGroup's name, or None."""
-    if not gang_eligible(job):
-        return None
-    found = [
-        w
-        for w in workloads
-        if w.spec
-        and w.spec.controller_ref
-        and w.spec.controller_ref.kind == "Job"
-        and w.spec.controller_ref.api_group == "batch"
-        and w.spec.controller_ref.name == job.metadata.name
-    ]
-    if len(found) > 1:
-        out.events.append("AmbiguousWorkload")
-        return None
-    if not found and has_pods:
-        return None  # the Job predates the gate: leave it alone
-    workload = found[0] if found else _new_workload(job, out)
-    if workload.spec is None or len(workload.spec.pod_group_templates) != 1:
-        return None
-    template = workload.spec.pod_group_templates[0]
-    refs = [
-        g
-        for g in groups
-        if g.spec
-        and g.spec.pod_group_template_ref
-        and g.spec.pod_group_template_ref.workload
-        and g.spec.pod_group_template_ref.workload.workload_name == workload.metadata.name
-    ]
-    if len(refs) > 1:
-        out.events.append("AmbiguousPodGroup")
-        return None
-    if refs:
-        return refs[0].metadata.name
-    out.pod_group = _new_pod_group(job, workload, template)
-    return out.pod_group.metadata.name
-
-
-def _new_workload(job: m.Job, out: JobObjects) -> m.Workload:
-    assert job.spec.parallelism is not None
-    workload = m.Workload(
-        metadata=m.ObjectMeta(
-            name=workload_name(job),
-            namespace=job.metadata.namespace,
-            creation_timestamp=job.metadata.creation_timestamp,
-            owner_references=[_owner(job)],
-        ),
-        spec=m.WorkloadSpec(
-            controller_ref=m.TypedLocalObjectReference(api_group="batch", kind="Job", name=job.metadata.name),
-            pod_group_templates=[
-                m.PodGroupTemplate(
-                    name=TEMPLATE_NAME,
-                    scheduling_policy=m.PodGroupSchedulingPolicy(
-                        gang=m.GangSchedulingPolicy(min_count=job.spec.parallelism)
-                    ),
-                )
-            ],
-        ),
-    )
-    out.workload = workload
-    out.events.append("WorkloadCreated")
-    return workload
-
-
-def _new_pod_group(job: m.Job, workload: m.Workload, template: m.PodGroupTemplate) -> m.PodGroup:
-    workload_owner = m.OwnerReference(
-        api_version="scheduling.k8s.io/v1alpha2",
-        kind="Workload",
-        name=workload.metadata.name,
-        uid=uid_of("Workload", workload.metadata),
-    )
-    return m.PodGroup(
-        metadata=m.ObjectMeta(
-            name=pod_group_name(workload.metadata.name, template.name),
-            namespace=job.metadata.namespace,
-            creation_timestamp=job.metadata.creation_timestamp,
-            owner_references=[_owner(job), workload_owner],
-        ),
-        spec=m.PodGroupSpec(
-            pod_group_template_ref=m.PodGroupTemplateReference(
-                workload=m.WorkloadPodGroupTemplateReference(
-                    workload_name=workload.metadata.name, pod_group_template_name=template.name
-                )
-            ),
-            scheduling_policy=template.scheduling_policy,
-        ),
-    )
 
 
 def _missing_pods(job: m.Job, own: list[m.Pod], group: str | None) -> list[m.Pod]:
@@ -251,7 +135,7 @@ def _pod(job: m.Job, index: int | None, group: str | None, serial: int = 0) -> m
             labels=labels,
             annotations=annotations,
             creation_timestamp=job.metadata.creation_timestamp,
-            owner_references=[_owner(job)],
+            owner_references=[job_owner(job)],
         ),
         spec=spec,
     )

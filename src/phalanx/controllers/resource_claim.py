@@ -2,8 +2,9 @@
 PodGroup, DRAWorkloadResourceClaims) references, recorded in the owner's ``status.resourceClaimStatuses``.
 
 Names follow the controller's ``<pod>-<claim>-<suffix>`` pattern with a hash suffix instead of a random one, so a
-snapshot gives the same names every run. A pod claim that matches a PodGroup claim exactly uses the PodGroup's
-claim, generated once per PodGroup and owned by it.
+snapshot gives the same names every run. A pod claim that matches a PodGroup claim exactly (same name, same
+template: the DRAWorkloadResourceClaims rule of v1.37's resourceclaim controller, ``resourceclaim.BindTo``) creates
+no claim of its own: it uses the PodGroup's, generated once per PodGroup and owned by it.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ import msgspec
 from phalanx.api import dra
 from phalanx.api import models as m
 from phalanx.api.dra import POD_CLAIM_NAME_ANNOTATION
-from phalanx.controllers.job import uid_of
+from phalanx.api.scheduling import HUB_VERSION
+from phalanx.controllers.job_owners import uid_of
 
 __all__ = ["GeneratedClaims", "generate_claims", "generated_claim_name"]
 
@@ -118,7 +120,7 @@ def _generate(
     if (ns, name) in have:
         return name
     have.add((ns, name))
-    api_version = "v1" if kind == "Pod" else "scheduling.k8s.io/v1alpha2"
+    api_version = "v1" if kind == "Pod" else HUB_VERSION
     claim = dra.ResourceClaim(
         metadata=m.ObjectMeta(
             name=name,

@@ -4,19 +4,28 @@ ResourceClaimTemplate gets its generated claim, so a snapshot holding Jobs and t
 
 from __future__ import annotations
 
+from typing import TypeVar
+
+from phalanx.api import models as m
 from phalanx.api.loader import Inventory
-from phalanx.controllers.job import reconcile_job
+from phalanx.controllers.job import DEFAULT_OPTIONS, JobControllerOptions, reconcile_job
 from phalanx.controllers.resource_claim import generate_claims
 
 __all__ = ["run_once"]
 
 
-def run_once(inv: Inventory) -> list[str]:
-    """Reconcile every Job of ``inv`` in name order, adding what is created to ``inv``; returns the events as
-    ``KIND NAMESPACE/NAME: Reason`` lines."""
+def run_once(inv: Inventory, options: JobControllerOptions = DEFAULT_OPTIONS) -> list[str]:
+    """Reconcile every Job of ``inv`` in name order, adding what is created to ``inv`` (and replacing the Workloads
+    and PodGroups whose gang minCount a Job changed); returns the events as ``KIND NAMESPACE/NAME: Reason`` lines.
+    ``options`` says which Kubernetes version's Job controller to act as (``--compat v1.36``: phase 1)."""
     events: list[str] = []
     for job in sorted(inv.jobs, key=lambda j: (j.metadata.namespace, j.metadata.name)):
-        out = reconcile_job(job, inv.workloads, inv.pod_groups, inv.pods)
+        out = reconcile_job(job, inv.workloads, inv.pod_groups, inv.pods, options)
+        for obj in out.updated:
+            if isinstance(obj, m.Workload):
+                inv.workloads = _replaced(inv.workloads, obj)
+            else:
+                inv.pod_groups = _replaced(inv.pod_groups, obj)
         if out.workload is not None:
             inv.workloads.append(out.workload)
         if out.pod_group is not None:
@@ -30,3 +39,11 @@ def run_once(inv: Inventory) -> list[str]:
         f"ResourceClaim {key}: Generated from ResourceClaimTemplate {t}" for key, t in generated.generated_from.items()
     ]
     return events
+
+
+Named = TypeVar("Named", m.Workload, m.PodGroup)
+
+
+def _replaced(objects: list[Named], new: Named) -> list[Named]:
+    key = (new.metadata.namespace, new.metadata.name)
+    return [new if (o.metadata.namespace, o.metadata.name) == key else o for o in objects]

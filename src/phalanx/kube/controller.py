@@ -35,6 +35,7 @@ from typing import Any
 
 import msgspec
 
+from phalanx.api import scheduling_convert
 from phalanx.api.models import Namespace, Node, Pod, PodGroup, PriorityClass
 from phalanx.api.models import PodDisruptionBudget as PDB
 from phalanx.kube.api import POD_GROUP_LABEL, RESOURCES, Api, ApiError, Resource
@@ -43,7 +44,7 @@ from phalanx.kube.claims import DEVICES, ClaimHolds, assumed, claim_writes, deco
 from phalanx.kube.informer import Delta, Reflector, Replace
 from phalanx.kube.metrics import Metrics
 from phalanx.kube.prebind import ClaimWrite, PreBindResult
-from phalanx.kube.versions import CANDIDATES, to_v1alpha2
+from phalanx.kube.versions import CANDIDATES
 from phalanx.scheduling import outcome as o
 from phalanx.scheduling.config import SchedulerConfig, default_profile
 from phalanx.scheduling.recorder import Rejection
@@ -135,6 +136,7 @@ class Controller:
     prebinds: dict[str, list[ClaimWrite]] = field(default_factory=dict)  # pod key -> claim writes not yet submitted
     gangs: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # group -> (member, node) to prebind
     devices_changed: bool = False
+    pod_group_api: str = "scheduling.k8s.io/v1alpha2"  # the version PodGroups are watched in (set by start)
 
     def start(self) -> None:
         watched = dict(RESOURCES)
@@ -144,6 +146,8 @@ class Controller:
             served = (Resource(g, v, name) for g, v in CANDIDATES)
             watched[name] = next((r for r in served if self.api.served(r)), RESOURCES[name])
             log.info("%s: watching %s/%s", name, watched[name].group, watched[name].version)
+            if name == "podgroups":
+                self.pod_group_api = f"{watched[name].group}/{watched[name].version}"
         for name in self.resources:
             self.cache.setdefault(name, {})
             r = Reflector(self.api, watched[name], self.deltas, self.stop)
@@ -257,7 +261,7 @@ class Controller:
         elif resource == "podgroups":
             if obj is None:
                 eng.delete_pod_group(key)
-            elif (pg := _decode(to_v1alpha2(obj), PodGroup)) is not None:
+            elif (pg := self._pod_group(obj)) is not None:
                 eng.add_pod_group(pg)
 
     @staticmethod
@@ -268,6 +272,17 @@ class Controller:
         if not node or bound is None or (obj.get("status") or {}).get("phase") in _TERMINAL:
             return False
         return bool(bound == node)
+
+    def _pod_group(self, obj: dict[str, Any]) -> PodGroup | None:
+        """A PodGroup of whichever version the server serves, as the internal object (v1.37 fields kept). List
+        items carry no apiVersion: they are in the watched version."""
+        doc = {"apiVersion": self.pod_group_api, **obj, "kind": "PodGroup"}
+        try:
+            pg = scheduling_convert.decode(doc)
+        except (msgspec.ValidationError, KeyError) as exc:
+            log.warning("PodGroup %s ignored: %s", obj_key(obj), exc)
+            return None
+        return pg if isinstance(pg, PodGroup) else None
 
     def _pod(self, obj: dict[str, Any]) -> Pod | None:
         """The pod as the engine should see it, or None: terminal pods and other schedulers' pending pods."""
@@ -291,7 +306,7 @@ class Controller:
         eng = new_engine(self.config, self.decisions)
         nodes = [n for o in self.cache["nodes"].values() if (n := _decode(o, Node)) is not None]
         pcs = [p for o in self.cache.get("priorityclasses", {}).values() if (p := _decode(o, PriorityClass))]
-        pgs = [g for o in self.cache.get("podgroups", {}).values() if (g := _decode(to_v1alpha2(o), PodGroup))]
+        pgs = [g for o in self.cache.get("podgroups", {}).values() if (g := self._pod_group(o)) is not None]
         pods = [p for o in self.cache["pods"].values() if (p := self._pod(o)) is not None]
         nss = [n for o in self.cache.get("namespaces", {}).values() if (n := _decode(o, Namespace)) is not None]
         pdbs = [d for o in self.cache.get("poddisruptionbudgets", {}).values() if (d := _decode(o, PDB)) is not None]

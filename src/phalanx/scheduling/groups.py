@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from phalanx.api.models import PodGroup
 from phalanx.api.priority import PriorityResolver
+from phalanx.api.scheduling import disrupts_together
 from phalanx.cluster.pods import PodInfo, pod_key
 from phalanx.scheduling import outcome as o
 
@@ -86,7 +87,7 @@ class PodGroups:
     def disruption_mode(self, key: str | None) -> str:
         group = self.get(key)
         spec = group.pod_group.spec if group is not None else None
-        return (spec.disruption_mode if spec is not None else None) or "Pod"
+        return DISRUPTION_MODE_POD_GROUP if spec is not None and disrupts_together(spec.disruption_mode) else "Pod"
 
     def set_condition(self, key: str, condition: o.GroupCondition) -> bool:
         """Write PodGroupScheduled; a True condition is never regressed. Whether it was written."""

@@ -1,6 +1,7 @@
 """A trace job (``JobRecord``) and its Kubernetes objects: a batch/v1 Indexed Job, which the Job controller (the one
 ``schedule`` runs) turns into pods and, for a multi-pod job, a Workload and PodGroup carrying the trace's priority,
-minCount and topology intent."""
+minCount and topology intent. A multi-pod job asks for its gang in ``spec.scheduling`` (v1.37); a single pod has no
+group."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from phalanx.api.models import (
     Container,
     GangSchedulingPolicy,
     Job,
+    JobSchedulingConfiguration,
     JobSpec,
     Node,
     ObjectMeta,
@@ -88,6 +90,7 @@ def batch_job(job: JobRecord, attempt: int, tolerations: Sequence[Toleration] = 
         tolerations=list(tolerations),
         resource_claims=entries,
     )
+    gang = PodGroupSchedulingPolicy(gang=GangSchedulingPolicy())  # minCount: the Job's parallelism
     return Job(
         metadata=ObjectMeta(name=name, namespace=NAMESPACE, creation_timestamp=_created(job)),
         spec=JobSpec(
@@ -96,6 +99,7 @@ def batch_job(job: JobRecord, attempt: int, tolerations: Sequence[Toleration] = 
             completion_mode="Indexed",
             backoff_limit=job.backoff_limit,
             template=PodTemplateSpec(spec=template),
+            scheduling=JobSchedulingConfiguration(scheduling_policy=gang) if job.pods > 1 else None,
         ),
     )
 
@@ -133,7 +137,9 @@ def job_objects(
     """The PodGroup (None without ``gang``: ``pod-by-pod`` models a cluster without the Workload API) and the
     pods the Job controller creates for one attempt."""
     out = reconcile_job(batch_job(job, attempt, tolerations), [], [], [])
-    group = _with_trace_intent(out.pod_group, job, topology) if out.pod_group is not None and gang else None
+    # A single pod's basic PodGroup (v1.37 gives every Job one) changes nothing: the pod is scheduled alone.
+    pg = out.pod_group if gang and job.pods > 1 else None
+    group = _with_trace_intent(pg, job, topology) if pg is not None else None
     created = _created(job)
     pods = []
     for k, pod in enumerate(out.pods):

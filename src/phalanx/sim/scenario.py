@@ -9,6 +9,7 @@ from typing import Any
 
 import yaml
 
+from phalanx.api.device_taint_rules import apply_device_taint_rules
 from phalanx.api.errors import InputError
 from phalanx.api.files import read_text
 from phalanx.api.loader import Inventory, check_aliasing, load
@@ -88,7 +89,8 @@ def load_cluster(path: str) -> ClusterSpec | KubeCluster:
     if not inv.nodes:
         raise InputError([f"{path}: no Nodes and no `pools`: nothing to simulate on"])
     warnings = [*inv.warnings, *_unused(inv, path)]
-    devices = ClusterDevices(inv.device_classes, inv.resource_slices) if inv.resource_slices else None
+    slices = apply_device_taint_rules(inv.resource_slices, inv.device_taint_rules)  # as kube-scheduler's tracker
+    devices = ClusterDevices(inv.device_classes, slices) if slices else None
     return KubeCluster(inv.nodes, devices, warnings)
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import TextIO
 
 from phalanx.api.admission import AdmissionError, admin_access_problems
+from phalanx.api.device_taint_rules import apply_device_taint_rules
 from phalanx.api.dra import ResourceClaim, ResourceClaimTemplate
 from phalanx.api.errors import InputError
 from phalanx.api.loader import Inventory, load, problem_at
@@ -69,7 +70,7 @@ def schedule_snapshot(
     try:
         resources = ResourceObjects(
             inv.device_classes,
-            inv.resource_slices,
+            apply_device_taint_rules(inv.resource_slices, inv.device_taint_rules),  # as kube-scheduler's tracker
             inv.resource_claims,
             inv.resource_claim_templates,
             inv.generated_claims,

@@ -2,6 +2,8 @@
 
 ``validate(inv)`` returns every problem of every object in input order, each located at its line; the per-kind
 functions return :class:`~phalanx.api.errors.FieldError` lists with kube-apiserver's field paths and messages.
+An object that came in an older version (a v1.36 ``v1alpha2`` Workload or PodGroup) is validated as written, with
+that version's rules; everything else is validated as the internal object, with v1.37's.
 """
 
 from __future__ import annotations
@@ -13,12 +15,15 @@ import msgspec
 
 from phalanx.api import dra, names
 from phalanx.api import models as m
+from phalanx.api import scheduling_v1alpha2 as v1alpha2
 from phalanx.api.admission import RuntimeClasses
 from phalanx.api.errors import FieldError, Problem
 from phalanx.api.gcpause import paused_gc
 from phalanx.api.loader import Inventory, problem_at
 from phalanx.api.validation.admission import admission_problems, priority_class_names
+from phalanx.api.validation.composite_pod_group import validate_composite_pod_group
 from phalanx.api.validation.device_class import validate_device_class
+from phalanx.api.validation.device_taint_rule import validate_device_taint_rule
 from phalanx.api.validation.job import validate_job
 from phalanx.api.validation.meta import validate_object_meta
 from phalanx.api.validation.node import validate_node
@@ -29,11 +34,14 @@ from phalanx.api.validation.priority_class import validate_priority_class
 from phalanx.api.validation.resource_claim import validate_resource_claim, validate_resource_claim_template
 from phalanx.api.validation.resource_slice import validate_resource_slice
 from phalanx.api.validation.runtime_class import validate_runtime_class
+from phalanx.api.validation.scheduling_v1alpha2 import validate_pod_group_v1alpha2, validate_workload_v1alpha2
 from phalanx.api.validation.workload import validate_workload
 
 __all__ = [
     "validate",
+    "validate_composite_pod_group",
     "validate_device_class",
+    "validate_device_taint_rule",
     "validate_job",
     "validate_node",
     "validate_object",
@@ -55,6 +63,9 @@ _VALIDATORS: dict[type[msgspec.Struct], Callable[[Any], list[FieldError]]] = {
     m.PodDisruptionBudget: validate_pod_disruption_budget,
     m.Workload: validate_workload,
     m.PodGroup: validate_pod_group,
+    m.CompositePodGroup: validate_composite_pod_group,
+    v1alpha2.Workload: validate_workload_v1alpha2,
+    v1alpha2.PodGroup: validate_pod_group_v1alpha2,
     m.RuntimeClass: validate_runtime_class,
     m.Job: validate_job,
     m.Namespace: lambda ns: validate_object_meta(ns.metadata, namespaced=False, name_check=names.check_dns_label),
@@ -62,11 +73,12 @@ _VALIDATORS: dict[type[msgspec.Struct], Callable[[Any], list[FieldError]]] = {
     dra.ResourceSlice: validate_resource_slice,
     dra.ResourceClaim: validate_resource_claim,
     dra.ResourceClaimTemplate: validate_resource_claim_template,
+    dra.DeviceTaintRule: validate_device_taint_rule,
 }
 
 
 def validate_object(obj: msgspec.Struct) -> list[FieldError]:
-    """Every problem with one decoded object of a kind phalanx reads."""
+    """Every problem with one decoded object of a kind phalanx reads (an internal object, or a v1alpha2 one)."""
     return _VALIDATORS[type(obj)](obj)
 
 
@@ -82,6 +94,10 @@ def validate(inv: Inventory) -> list[Problem]:
         return [
             problem_at(inv, obj, err)
             for obj in objects
-            for errs in (validate_object(obj), admission_problems(obj, classes, runtime_classes))
+            # An object that came in an older version is validated as written (inv.versioned), admitted as used.
+            for errs in (
+                validate_object(inv.versioned.get(id(obj), obj)),
+                admission_problems(obj, classes, runtime_classes),
+            )
             for err in errs
         ]

@@ -124,14 +124,17 @@ def joined_label_value(path: str, value: str) -> list[FieldError]:
     return [FieldError.invalid(path, value, ";".join(msgs))] if msgs else []
 
 
-def unique(path: str, items: Sequence[Item], key: Callable[[Item], object]) -> list[FieldError]:
-    """A list with map semantics: every item whose key an earlier item already has is a "Duplicate value"."""
+def unique(
+    path: str, items: Sequence[Item], key: Callable[[Item], object], show: Callable[[Item], object] = shown
+) -> list[FieldError]:
+    """A list with map semantics: every item whose key an earlier item already has is a "Duplicate value" (the
+    item rendered by ``show``: its JSON by default)."""
     errs: list[FieldError] = []
     seen: set[object] = set()
     for i, item in enumerate(items):
         k = key(item)
         if k in seen:
-            errs.append(FieldError.duplicate(f"{path}[{i}]", shown(item)))
+            errs.append(FieldError.duplicate(f"{path}[{i}]", show(item)))
         seen.add(k)
     return errs
 

@@ -60,6 +60,67 @@ def _validate_spec(spec: dra.ResourceSliceSpec) -> list[FieldError]:
     errs += d.validate_set(
         "spec.sharedCounters", spec.shared_counters, _MAX_COUNTER_SETS, _validate_counter_set, key=lambda cs: cs.name
     )
+    if spec.partition_type_attribute is not None:
+        errs += _validate_partition_type_attribute(spec, spec.partition_type_attribute)
+    errs += _validate_skip_node_operations("spec.skipNodeOperations", spec.skip_node_operations)
+    return errs
+
+
+def _validate_partition_type_attribute(spec: dra.ResourceSliceSpec, name: str) -> list[FieldError]:
+    """v1.37 (DRAPartitionableDevicesType, taken as on): the fully qualified name of a string attribute that every
+    device consuming counters carries; an attribute of the driver's own domain may be written without it."""
+    path = "spec.partitionTypeAttribute"
+    errs = d.validate_full_qualified_name(path, name)
+    if not any(dev.consumes_counters for dev in spec.devices):
+        detail = "may only be set on a slice which declares devices that consume counters"
+        return [*errs, FieldError.invalid(path, name, detail)]
+    if errs:
+        return errs  # no device can carry a malformed name: one error is enough
+    bare = name.removeprefix(spec.driver + "/") if name.startswith(spec.driver + "/") else ""
+    for i, dev in enumerate(spec.devices):
+        if not dev.consumes_counters:
+            continue
+        at = f"spec.devices[{i}].attributes[{name}]"
+        attribute = dev.attributes.get(name) or (dev.attributes.get(bare) if bare else None)
+        if attribute is None:
+            detail = "device consumes counters and `partitionTypeAttribute` names this attribute, so it must be set"
+            errs.append(FieldError.required(at, detail))
+        elif attribute.string is None:
+            detail = "must be a string value because `partitionTypeAttribute` names this attribute"
+            errs.append(FieldError.invalid(at, _internal_attribute(attribute), detail))
+    return errs
+
+
+def _internal_attribute(a: dra.DeviceAttribute) -> f.Shown:
+    """The attribute as kube-apiserver prints it: the internal Go type, which has no JSON tags."""
+    fields = {
+        "IntValue": a.int_,
+        "BoolValue": a.bool_,
+        "StringValue": a.string,
+        "VersionValue": a.version,
+        "IntValues": a.ints,
+        "BoolValues": a.bools,
+        "StringValues": a.strings,
+        "VersionValues": a.versions,
+    }
+    return f.shown(fields)
+
+
+_SKIP_OPERATIONS = ("*", "NodePrepareResources", "NodeUnprepareResources")
+
+
+def _validate_skip_node_operations(path: str, ops: list[str]) -> list[FieldError]:
+    """v1.37 (DRAOptionalNodeOperations): known values, a set, and prepare skipped only with unprepare."""
+    errs: list[FieldError] = []
+    seen: set[str] = set()
+    for i, op in enumerate(ops):
+        errs += f.enum(f"{path}[{i}]", op, _SKIP_OPERATIONS)
+        if op in seen:
+            errs.append(FieldError.duplicate(f"{path}[{i}]", op))
+        seen.add(op)
+    if "NodePrepareResources" in seen and not seen & {"NodeUnprepareResources", "*"}:
+        detail = "NodePrepareResources cannot be skipped unless NodeUnprepareResources is also skipped"
+        errs.append(FieldError.invalid(path, f.shown(ops), detail))
     return errs
 
 
