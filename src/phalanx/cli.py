@@ -78,26 +78,86 @@ def validate(paths: tuple[str, ...]) -> None:
     click.echo("valid", err=True)
 
 
+_GATES_HELP = (
+    "Feature gates as kube-scheduler takes them (A=true,B=false; repeatable), over the configuration's "
+    "featureGates. Unnamed gates take v1.36's defaults, except that phalanx's profile turns the workload gates "
+    "on (GenericWorkload, GangScheduling, TopologyAwareWorkloadScheduling, WorkloadAwarePreemption, "
+    "DRAWorkloadResourceClaims, WorkloadWithJob) unless a gate they need is off."
+)
+_gates = click.option("--feature-gates", "feature_gates", multiple=True, metavar="A=true,B=false", help=_GATES_HELP)
+_compat = click.option(
+    "--compat",
+    default=None,
+    metavar="v1.36",
+    help="Behave exactly as kube-scheduler v1.36: every phalanx rule beyond it is off (docs/compat.md).",
+)
+
+
+def _config(
+    config_path: str | None, compat: str | None, feature_gates: tuple[str, ...], default_name: str | None = None
+) -> Any:
+    """The KubeSchedulerConfiguration (or the default one, its profile named ``default_name``) with the mode
+    applied; warnings on stderr."""
+    from phalanx.scheduling.config import SchedulerConfig, default_profile, load_config, with_mode
+    from phalanx.scheduling.feature_gates import FeatureGateError, parse_flag
+
+    config = load_config(config_path) if config_path else None
+    if config is None and default_name is not None:
+        config = SchedulerConfig([default_profile(default_name)])
+    for warning in config.warnings if config else []:
+        click.echo(f"warning: {warning}", err=True)
+    try:
+        gates = parse_flag(feature_gates)
+    except FeatureGateError as exc:
+        raise InputError([f"--feature-gates: {m}" for m in exc.messages]) from exc
+    return with_mode(config, compat, gates)
+
+
 @cli.command()
 @_files
 @click.option("-o", "--output", type=click.Choice(["table", "json", "yaml"]), default="table", show_default=True)
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), help="KubeSchedulerConfiguration YAML.")
 @click.option("--scheduler-name", default=None, help="Only schedule pods with this spec.schedulerName.")
 @click.option("--seed", default=0, show_default=True, help="Seed for tie-breaking between equal nodes.")
+@_compat
+@_gates
+@click.option(
+    "--diff",
+    "show_diff",
+    is_flag=True,
+    help="Also schedule in the other mode and list every pod and PodGroup whose outcome differs, with the rule "
+    "that changed it.",
+)
 @_exits
 def schedule(
-    paths: tuple[str, ...], output: str, config_path: str | None, scheduler_name: str | None, seed: int
+    paths: tuple[str, ...],
+    output: str,
+    config_path: str | None,
+    scheduler_name: str | None,
+    seed: int,
+    compat: str | None,
+    feature_gates: tuple[str, ...],
+    show_diff: bool,
 ) -> None:
-    """What would a v1.36 workload-aware scheduler do with this snapshot?"""
-    from phalanx.scheduling.config import load_config
+    """What would a v1.36 workload-aware scheduler do with this snapshot? phalanx's rules beyond v1.36 are on
+    unless --compat v1.36; the workload feature gates are on unless --feature-gates turns them off."""
+    import io
+
     from phalanx.snapshot.result import build_result, node_summary
     from phalanx.snapshot.schedule import schedule_snapshot
 
-    config = load_config(config_path) if config_path else None
-    for warning in config.warnings if config else []:
-        click.echo(f"warning: {warning}", err=True)
-    sched, _, timings = schedule_snapshot(paths, config, scheduler_name, seed=seed)
+    config = _config(config_path, compat, feature_gates)
+    text = sys.stdin.read() if "-" in paths else None  # read once: --diff schedules the snapshot again
+
+    def stdin() -> Any:
+        return io.StringIO(text) if text is not None else None
+
+    sched, _, timings = schedule_snapshot(paths, config, scheduler_name, stdin(), seed)
     result = build_result(sched, timings)
+    if show_diff:
+        from phalanx.snapshot.diff import diff_snapshot
+
+        result["diff"] = diff_snapshot(result, paths, config, scheduler_name, seed, stdin)
     if output == "json":
         click.echo(json.dumps(result, indent=2))
     elif output == "yaml":
@@ -124,10 +184,12 @@ def schedule(
 @click.option(
     "--victim-removal",
     type=click.Choice(["eviction", "deletion"]),
-    default="eviction",
-    show_default=True,
-    help="Preemption victims: policy/v1 Eviction (PodDisruptionBudgets enforced) or deletion (as kube-scheduler).",
+    default=None,
+    help="Preemption victims: policy/v1 Eviction (PodDisruptionBudgets enforced; the default) or deletion (as "
+    "kube-scheduler; the default with --compat v1.36).",
 )
+@_compat
+@_gates
 @_exits
 def serve(
     kubeconfig: str | None,
@@ -142,16 +204,17 @@ def serve(
     leader_elect_retry_period: float,
     health_address: str,
     health_port: int,
-    victim_removal: str,
+    victim_removal: str | None,
+    compat: str | None,
+    feature_gates: tuple[str, ...],
 ) -> None:
-    """Run as a secondary scheduler against the Kubernetes API (pods with spec.schedulerName of a profile)."""
+    """Run as a secondary scheduler against the Kubernetes API (pods with spec.schedulerName of a profile).
+    phalanx's rules beyond v1.36 are on unless --compat v1.36; the workload feature gates are on unless
+    --feature-gates turns them off."""
     from phalanx.kube.serve import ServeOptions
     from phalanx.kube.serve import serve as run_serve
-    from phalanx.scheduling.config import load_config
 
-    config = load_config(config_path) if config_path else None
-    for warning in config.warnings if config else []:
-        click.echo(f"warning: {warning}", err=True)
+    config = _config(config_path, compat, feature_gates, default_name="phalanx")
     run_serve(
         ServeOptions(
             kubeconfig=kubeconfig,
@@ -215,6 +278,8 @@ def serve(
     "artifact's simulator over arrays (array: faster, not the product's placement path).",
 )
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@_compat
+@_gates
 @_exits
 def simulate(
     cluster: str | None,
@@ -235,10 +300,20 @@ def simulate(
     seeds: int,
     runner: str,
     output: str,
+    compat: str | None,
+    feature_gates: tuple[str, ...],
 ) -> None:
-    """Replay a workload on a cluster over simulated time under several policies, and compare them."""
+    """Replay a workload on a cluster over simulated time under several policies, and compare them. Every
+    policy runs with phalanx's rules beyond v1.36 unless --compat v1.36, and with the workload feature gates on
+    unless --feature-gates turns them off (neither applies to --experiment)."""
     from rich.progress import Progress
 
+    from phalanx.scheduling.feature_gates import FeatureGateError, parse_flag
+
+    try:
+        gates = parse_flag(feature_gates)
+    except FeatureGateError as exc:
+        raise InputError([f"--feature-gates: {m}" for m in exc.messages]) from exc
     if experiment == "fragmentation":
         _fragmentation_experiment(nodes_csv, pods_csv, policies, seeds, runner, output)
         return
@@ -254,7 +329,7 @@ def simulate(
     scenario = sc.scenario_from(cluster, workload, preset, job_count, seed, failures, pod_failure_probability)
     with Progress(console=Console(stderr=True), transient=True, disable=not sys.stderr.isatty()) as bar:
         tasks = {name: bar.add_task(name, total=len(scenario.jobs)) for name in chosen}
-        results, summaries = sc.run(scenario, chosen, lambda name, n: bar.advance(tasks[name], n))
+        results, summaries = sc.run(scenario, chosen, lambda name, n: bar.advance(tasks[name], n), compat, gates)
     with open(report, "w", encoding="utf-8") as f:
         f.write(render_html(results, summaries, scenario.title))
     if metrics_path:

@@ -11,19 +11,28 @@ from phalanx.controllers.resource_claim import generate_claims
 __all__ = ["run_once"]
 
 
-def run_once(inv: Inventory) -> list[str]:
+def run_once(inv: Inventory, workload_with_job: bool = True, workload_claims: bool = True) -> list[str]:
     """Reconcile every Job of ``inv`` in name order, adding what is created to ``inv``; returns the events as
-    ``KIND NAMESPACE/NAME: Reason`` lines."""
+    ``KIND NAMESPACE/NAME: Reason`` lines. The feature gates of kube-controller-manager: without
+    ``workload_with_job`` (WorkloadWithJob) a Job gets its pods only, without ``workload_claims``
+    (DRAWorkloadResourceClaims) claims are generated per pod only."""
     events: list[str] = []
     for job in sorted(inv.jobs, key=lambda j: (j.metadata.namespace, j.metadata.name)):
         out = reconcile_job(job, inv.workloads, inv.pod_groups, inv.pods)
+        if not workload_with_job and out.pod_group is not None:
+            # The Job controller without WorkloadWithJob creates no Workload or PodGroup, and pods naming none.
+            for pod in out.pods:
+                pod.spec.scheduling_group = None
+            out.workload = out.pod_group = None
+            out.events = []
         if out.workload is not None:
             inv.workloads.append(out.workload)
         if out.pod_group is not None:
             inv.pod_groups.append(out.pod_group)
         inv.pods.extend(out.pods)
         events += [f"Job {job.metadata.namespace}/{job.metadata.name}: {reason}" for reason in out.events]
-    generated = generate_claims(inv.pods, inv.pod_groups, inv.resource_claim_templates, inv.resource_claims)
+    groups = inv.pod_groups if workload_claims else []
+    generated = generate_claims(inv.pods, groups, inv.resource_claim_templates, inv.resource_claims)
     inv.resource_claims.extend(generated.claims)
     inv.generated_claims.update(generated.generated_from)
     events += [

@@ -42,12 +42,16 @@ class ServeOptions:
     health_port: int | None = 10251  # None: no health server
     bind_workers: int = 16
     # "eviction": preemption victims go through the Eviction API (PodDisruptionBudgets enforced by the API
-    # server); "deletion": deleted as kube-scheduler does.
-    victim_removal: str = "eviction"
+    # server); "deletion": deleted as kube-scheduler does. None: eviction, unless the configuration's rules turn
+    # Rules.victims_by_eviction off (--compat v1.36).
+    victim_removal: str | None = None
     # Writes are made by a child process with its own interpreter (and GIL); False keeps them on threads here.
     writer_process: bool = True
 
     def __post_init__(self) -> None:
+        if self.victim_removal is None:
+            by_eviction = self.config is None or self.config.rules.victims_by_eviction
+            self.victim_removal = "eviction" if by_eviction else "deletion"
         if self.victim_removal not in ("eviction", "deletion"):
             raise ValueError(f"victim removal must be eviction or deletion, not {self.victim_removal!r}")
 

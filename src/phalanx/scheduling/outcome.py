@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -95,6 +96,8 @@ class OutcomeLog:
         self.outcomes: dict[str, PodOutcome] = {}
         self.evictions: list[Eviction] = []
         self.disruption_targets: dict[str, GroupCondition] = {}  # PodGroups that lost pods to preemption
+        self.rules: dict[str, set[str]] = {}  # pod or PodGroup key -> beyond-v1.36 rules that changed its decision
+        self.choices: dict[str, list[str]] = {}  # pod or PodGroup key -> what kube-scheduler picks from at random
 
     def observed(self, key: str, phase: str, node: str | None) -> None:
         self.outcomes[key] = PodOutcome(phase, node)
@@ -131,3 +134,10 @@ class OutcomeLog:
 
     def forgotten(self, key: str) -> None:
         self.outcomes.pop(key, None)
+
+    def changed_by(self, rule: str, keys: Sequence[str]) -> None:
+        for key in keys:
+            self.rules.setdefault(key, set()).add(rule)
+
+    def candidates(self, key: str, nodes: Sequence[str]) -> None:
+        self.choices[key] = list(nodes)

@@ -93,11 +93,12 @@ class Intent:
     levels: tuple[str, ...]
 
 
-def intent_of(pg: PodGroup, profile: Profile) -> Intent | None:
-    """The group's topology intent, or None for no placement step (one placement of all nodes)."""
+def intent_of(pg: PodGroup, profile: Profile, annotations: bool = True) -> Intent | None:
+    """The group's topology intent, or None for no placement step (one placement of all nodes). ``annotations``
+    (``Rules.topology_annotations``): read the phalanx annotations; off, only v1.36's API field counts."""
     if not profile.tas:
         return None
-    notes = pg.metadata.annotations
+    notes = pg.metadata.annotations if annotations else {}
     levels = [lvl for lvl in profile.topology_levels if lvl != HOSTNAME]
     if ANNOTATION_REQUIRED in notes:
         return Intent("required", (notes[ANNOTATION_REQUIRED],))

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -132,9 +132,17 @@ def scenario_from(
 
 
 def run(
-    scenario: Scenario, policies: Sequence[str], progress: Callable[[str, int], None] | None = None
+    scenario: Scenario,
+    policies: Sequence[str],
+    progress: Callable[[str, int], None] | None = None,
+    compat: str | None = None,
+    gates: Mapping[str, bool] | None = None,
 ) -> tuple[list[SimulationResult], list[dict[str, Any]]]:
-    chosen = [policy_of(p) for p in policies]
+    """Simulate the scenario under each policy; ``compat`` and ``gates`` set the engine's mode for all of them."""
+    named = tuple(sorted((gates or {}).items()))
+    chosen = [replace(policy_of(p), compat=compat, gates=named) for p in policies]
+    for policy in chosen:
+        policy.config()  # a bad mode is an input error before anything runs
     names = [p.name for p in chosen]
     if len(set(names)) != len(names):
         raise InputError([f"two policies are named alike: {', '.join(names)}"])

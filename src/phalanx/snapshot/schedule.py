@@ -63,7 +63,9 @@ def schedule_snapshot(
     engine's recorder is an OutcomeLog (``result.build_result`` reads it)."""
     timings = Timings()
     inv = load_and_validate(paths, stdin, timings)
-    run_controllers(inv)  # Jobs become pods (and gang Workloads/PodGroups), as kube-controller-manager would
+    gates = (config or SchedulerConfig()).feature_gates.scheduling()
+    # Jobs become pods (and gang Workloads/PodGroups), as kube-controller-manager would with the same gates.
+    run_controllers(inv, gates.workload_with_job, gates.workload_resource_claims and gates.generic_workload)
     sched = Scheduler(config, scheduler_name, seed, recorder=OutcomeLog())
     start = time.perf_counter()
     try:

@@ -62,10 +62,16 @@ def placement_algorithm(c: GroupCycle, intent: tas.Intent) -> Rejections:
             chosen = _choose(c, intent, feasible)
             narrow = intent.mode != "v136" and ctx.rules.best_fit_narrowing
             within = _narrow(c, chosen) if narrow else chosen.domain.mask
-            return submit(c, *default_algorithm(c, within))
+            narrowed = narrow and bool((chosen.domain.mask & ~within).any())
+            result = default_algorithm(c, within)
+            if narrowed:
+                c.fired.add("best_fit_narrowing")
+            return submit(c, *result)
     if intent.mode in ("preferred", "unconstrained"):
         return submit(c, *default_algorithm(c, None))  # no single domain holds the gang: anywhere, as a last resort
-    message = f"0/{total_domains} placements are available, first placement status: {first_message or 'none'}"
+    if not first_message:
+        first_message = o.MSG_GROUP_UNSCHEDULABLE if not ctx.rules.group_message_counts else "none"
+    message = f"0/{total_domains} placements are available, first placement status: {first_message}"
     return fail_all(c, o.REASON_UNSCHEDULABLE, message)
 
 
@@ -97,6 +103,9 @@ def _choose(c: GroupCycle, intent: tas.Intent, feasible: list[_Evaluation]) -> _
             c.profile, c.ctx.state.table, [e.domain for e in feasible], [e.proposed for e in feasible], c.bound
         )
         best = [e for e, sc in zip(feasible, scores, strict=True) if sc == scores.max()]
+        if len(best) > 1 and not c.ctx.rules.seeded_tie_break:
+            # v1.36 breaks a tie between placements with a random number: report the tied domains.
+            c.ctx.candidates(c.group.key, [e.domain.value for e in best])
         return min(best, key=lambda e: tas.tie_break(seed, e.domain))
     # BestFit: the domain the gang fills most tightly, so roomier domains stay free for larger gangs; between
     # equally tight domains, the one whose enclosing domains (rack, then block, ...) are fullest.

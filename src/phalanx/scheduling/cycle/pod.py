@@ -44,7 +44,7 @@ def schedule_pod(ctx: CycleContext, pi: PodInfo) -> None:
             # The pod waits for its victims to go; their PodDelete event requeues it (nominatedNodeName set).
             ctx.reject(pi, rejection_of(attempt), nominated=ctx.state.table.names[candidate.row])
             ctx.evict(candidate.victims, Preemptor("Pod", pi.namespace, pi.name, profile.scheduler_name))
-    elif not (status := ctx.reserve(pi, attempt.node)).ok:
+    elif not (status := ctx.reserve(pi, attempt.node, attempt.candidates, attempt.rules)).ok:
         ctx.reject(pi, Rejection(o.REASON_SCHEDULER_ERROR, status.message, frozenset({status.plugin})))
     else:
         ctx.bind(pi)
