@@ -12,7 +12,7 @@ import tempfile
 import traceback
 from collections.abc import Callable
 from functools import wraps
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 import yaml
@@ -22,6 +22,10 @@ from phalanx.api.errors import InputError
 from phalanx.guard.cli import guard
 
 __all__ = ["cli", "main", "schedule", "serve", "simulate", "validate"]
+
+if TYPE_CHECKING:
+    from phalanx.sim.runs import SweepPlan
+    from phalanx.sim.sweep import Backend
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -241,7 +245,26 @@ def serve(
     help="Nodes (and DeviceClasses, ResourceSlices) as Kubernetes YAML, a file or directory; or a compact spec.",
 )
 @click.option(
-    "--workload", type=click.Path(dir_okay=False), help="A job trace (CSV or YAML); default: a generated mix."
+    "--workload",
+    "workloads",
+    multiple=True,
+    type=click.Path(dir_okay=False),
+    help="A job trace: phalanx CSV/YAML, or a public format (--workload-format); repeatable (a sweep over "
+    "traces); default: a generated mix.",
+)
+@click.option(
+    "--workload-format",
+    type=click.Choice(["auto", "phalanx", "philly", "helios"]),
+    default="auto",
+    show_default=True,
+    help="The traces' format: philly (Philly's cluster_job_log), helios (Helios's cluster_log.csv); auto "
+    "tells them apart by content.",
+)
+@click.option(
+    "--trace-window",
+    default=None,
+    metavar="START:END",
+    help="Public traces: only the jobs submitted from START to END hours after the first (e.g. 0:24).",
 )
 @click.option("--preset", default="philly", show_default=True, help="Generator preset when no --workload is given.")
 @click.option("--jobs", "job_count", default=400, show_default=True, help="Jobs to generate with --preset.")
@@ -268,7 +291,28 @@ def serve(
 )
 @click.option("--nodes", "nodes_csv", type=click.Path(dir_okay=False), help="Experiment: the openb node CSV.")
 @click.option("--pods", "pods_csv", type=click.Path(dir_okay=False), help="Experiment: the openb pod CSV.")
-@click.option("--seeds", default=1, show_default=True, help="Experiment: how many seeds (42, 43, ...) to run.")
+@click.option(
+    "--seeds",
+    default=1,
+    show_default=True,
+    help="How many seeds to run: --seed, --seed+1, ... (the experiment: 42, 43, ...).",
+)
+@click.option(
+    "--workers",
+    type=int,
+    default=None,
+    help="Run the sweep's runs in N local processes (default: the CPUs available; 1: in this process).",
+)
+@click.option(
+    "--ray",
+    "ray_address",
+    is_flag=False,
+    flag_value="auto",
+    default=None,
+    metavar="[ADDRESS]",
+    help="Run each run as a task on a Ray cluster: auto (default), ray://HEAD:10001, HOST:PORT, or local "
+    "(start one here). Needs pip install 'phalanx[ray]'.",
+)
 @click.option(
     "--runner",
     type=click.Choice(["engine", "array"]),
@@ -283,7 +327,9 @@ def serve(
 @_exits
 def simulate(
     cluster: str | None,
-    workload: str | None,
+    workloads: tuple[str, ...],
+    workload_format: str,
+    trace_window: str | None,
     preset: str,
     job_count: int,
     policies: tuple[str, ...],
@@ -298,65 +344,112 @@ def simulate(
     nodes_csv: str | None,
     pods_csv: str | None,
     seeds: int,
+    workers: int | None,
+    ray_address: str | None,
     runner: str,
     output: str,
     compat: str | None,
     feature_gates: tuple[str, ...],
 ) -> None:
-    """Replay a workload on a cluster over simulated time under several policies, and compare them. Every
-    policy runs with phalanx's rules beyond v1.36 unless --compat v1.36, and with the workload feature gates on
-    unless --feature-gates turns them off (neither applies to --experiment)."""
-    from rich.progress import Progress
-
+    """Replay workloads on a cluster over simulated time under several policies (and seeds), and compare them.
+    Every policy runs with phalanx's rules beyond v1.36 unless --compat v1.36, and with the workload feature gates
+    on unless --feature-gates turns them off (neither applies to --experiment)."""
     from phalanx.scheduling.feature_gates import FeatureGateError, parse_flag
+    from phalanx.sim import scenario as sc
+    from phalanx.sim.runs import SweepPlan
+    from phalanx.sim.sweep import backend_for
+    from phalanx.sim.traces import TraceWindow
 
     try:
         gates = parse_flag(feature_gates)
     except FeatureGateError as exc:
         raise InputError([f"--feature-gates: {m}" for m in exc.messages]) from exc
+    backend = backend_for(workers, ray_address)
     if experiment == "fragmentation":
-        _fragmentation_experiment(nodes_csv, pods_csv, policies, seeds, runner, output)
+        _fragmentation_experiment(nodes_csv, pods_csv, policies, seeds, runner, output, backend)
         return
+    sweep = SweepPlan(
+        cluster,
+        workloads,
+        workload_format,
+        TraceWindow.parse(trace_window) if trace_window else None,
+        preset,
+        job_count,
+        seed,
+        seeds,
+        sc.node_failures(node_mtbf_hours, node_repair_hours),
+        pod_failure_probability,
+        policies,
+        compat,
+        tuple(sorted(gates.items())),
+    )
+    _simulate_sweep(sweep, backend, report, metrics_path, timeseries, output)
 
-    from phalanx.sim import scenario as sc
-    from phalanx.sim.metrics import COMPARISON_HEADER, comparison_rows, timeseries_csv
+
+def _simulate_sweep(
+    sweep: SweepPlan, backend: Backend, report: str, metrics_path: str | None, timeseries: str | None, output: str
+) -> None:
+    """Plan the runs, run them on ``backend`` under one progress bar, write the outputs, render, and exit 1 if a
+    run failed (after writing what the others gave)."""
+    from rich.progress import Progress
+
+    from phalanx.sim.metrics import timeseries_csv
     from phalanx.sim.render import render_simulation
-    from phalanx.sim.report import render_html
+    from phalanx.sim.report import render_report
+    from phalanx.sim.runs import plan, summary_tables, sweep_json
     from phalanx.sim.simulator import POLICIES
+    from phalanx.sim.sweep import run_sweep
 
-    chosen = list(policies) or list(POLICIES)
-    failures = sc.node_failures(node_mtbf_hours, node_repair_hours)
-    scenario = sc.scenario_from(cluster, workload, preset, job_count, seed, failures, pod_failure_probability)
+    runs, notes = plan(sweep, list(POLICIES))
+    for note in notes:
+        click.echo(f"note: {note}", err=True)
     with Progress(console=Console(stderr=True), transient=True, disable=not sys.stderr.isatty()) as bar:
-        tasks = {name: bar.add_task(name, total=len(scenario.jobs)) for name in chosen}
-        results, summaries = sc.run(scenario, chosen, lambda name, n: bar.advance(tasks[name], n), compat, gates)
-    with open(report, "w", encoding="utf-8") as f:
-        f.write(render_html(results, summaries, scenario.title))
+        task = bar.add_task(f"{len(runs)} run(s)", total=sum(r.weight for r in runs))
+        outcome = run_sweep(runs, backend, lambda done, total: bar.update(task, completed=done, total=total))
+    outputs = [o for o in outcome.results if o is not None]
+    doc = sweep_json(outputs, outcome.failures)
+    if outputs:
+        with open(report, "w", encoding="utf-8") as f:
+            f.write(render_report(outputs))
     if metrics_path:
         with open(metrics_path, "w", encoding="utf-8") as f:
-            json.dump({"title": scenario.title, "policies": summaries}, f, indent=2)
+            json.dump(doc, f, indent=2)
     if timeseries:
         with open(timeseries, "w", encoding="utf-8") as f:
-            f.write(timeseries_csv(results))
+            f.write(timeseries_csv([(o.key.trace, o.key.seed, o.result) for o in outputs]))
     if output == "json":
-        click.echo(json.dumps({"title": scenario.title, "policies": summaries}, indent=2))
+        click.echo(json.dumps(doc, indent=2))
     else:
-        console = Console(width=None if sys.stdout.isatty() else 200)
-        render_simulation(scenario.title, COMPARISON_HEADER, comparison_rows(summaries), console)
-        click.echo(f"report: {report}", err=True)
+        console = Console(width=None if sys.stdout.isatty() else 100)
+        for title, header, rows in summary_tables(outputs):
+            render_simulation(title, header, rows, console)
+        if outputs:
+            click.echo(f"report: {report}", err=True)
+    for failure in outcome.failures:
+        click.echo(f"phalanx: run {failure.label} failed {failure.attempts} time(s): {failure.error}", err=True)
+    if outcome.failures:
+        sys.exit(1)
 
 
 def _fragmentation_experiment(
-    nodes_csv: str | None, pods_csv: str | None, policies: tuple[str, ...], seeds: int, runner: str, output: str
+    nodes_csv: str | None,
+    pods_csv: str | None,
+    policies: tuple[str, ...],
+    seeds: int,
+    runner: str,
+    output: str,
+    backend: Backend,
 ) -> None:
-    """`simulate --experiment fragmentation`: the openb procedure per policy and seed, then a table or JSON."""
+    """`simulate --experiment fragmentation`: the openb procedure per policy and seed (a sweep), then a table or
+    JSON; exit 1 if a run failed twice."""
     from rich.progress import Progress
 
     from phalanx.scheduling.plugins.gpu_share.policy import POLICIES
     from phalanx.sim.fragmentation.engine import ENGINE
-    from phalanx.sim.fragmentation.experiment import experiment, trace_name
+    from phalanx.sim.fragmentation.experiment import trace_name
     from phalanx.sim.fragmentation.openb import load_nodes, load_pods
     from phalanx.sim.fragmentation.reference import REFERENCE
+    from phalanx.sim.fragmentation.sweep import sweep_experiment
     from phalanx.sim.render import render_simulation
 
     if not nodes_csv or not pods_csv:
@@ -364,16 +457,21 @@ def _fragmentation_experiment(
     nodes, pods = load_nodes(nodes_csv), load_pods(pods_csv)
     chosen = list(policies) or list(POLICIES)
     with Progress(console=Console(stderr=True), transient=True, disable=not sys.stderr.isatty()) as bar:
-        tasks = {name: bar.add_task(name, total=max(seeds, 0)) for name in chosen}
-        result = experiment(
+        task = bar.add_task(f"{len(chosen) * max(seeds, 0)} run(s)", total=len(chosen) * max(seeds, 0))
+        result, failures = sweep_experiment(
             nodes,
             pods,
             trace_name(pods_csv),
             chosen,
             seeds,
             ENGINE if runner == "engine" else REFERENCE,
-            lambda p, n: bar.advance(tasks[p], n),
+            backend,
+            lambda done, total: bar.update(task, completed=done, total=total),
         )
+    for failure in failures:
+        click.echo(f"phalanx: run {failure.label} failed {failure.attempts} time(s): {failure.error}", err=True)
+    if result is None:
+        sys.exit(1)
     if output == "json":
         click.echo(json.dumps(result.to_json(), indent=2))
     else:

@@ -148,6 +148,7 @@ class JobRecord:
     failure_probability: float = 0.0  # chance that an attempt fails (one pod fails) before it completes
     backoff_limit: int = 6  # the Job's spec.backoffLimit: pod failures tolerated before the job fails
     claim: GpuClaim | None = None  # the pod's ``gpus`` come from a ResourceClaimTemplate instead of nvidia.com/gpu
+    queue: str = ""  # the trace's queue or virtual cluster (public traces); shown in the report, not scheduled on
 
     @property
     def gang(self) -> int:
