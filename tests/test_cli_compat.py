@@ -185,6 +185,22 @@ def test_dra_gate_off_changes_allocation(tmp_path: Path) -> None:
     assert off["mode"]["featureGates"] == {**dict.fromkeys(PHALANX_PROFILE, True), "DRAConsumableCapacity": False}
 
 
+def test_workload_resource_claims_gate_off_gives_each_member_its_own_claim(tmp_path: Path) -> None:
+    """DRAWorkloadResourceClaims off: the PodGroup's claim template is generated per pod, not once per group."""
+    snapshot = _snapshot(tmp_path, "dra-podgroup-claim-where-gang-fits.yaml")
+    on = schedule_json("-f", snapshot)
+    assert [c["name"].rsplit("-", 1)[0] for c in on["resourceClaims"]] == ["trainer-gpus"]
+    off = schedule_json("-f", snapshot, "--feature-gates", "DRAWorkloadResourceClaims=false")
+    assert sorted(c["name"].rsplit("-", 1)[0] for c in off["resourceClaims"]) == ["w0-gpus", "w1-gpus"]
+
+
+def test_workload_with_job_gate_off_expands_jobs_without_a_pod_group() -> None:
+    snapshot = str(ROOT / "examples" / "job-gang" / "snapshot.yaml")
+    assert len(schedule_json("-f", snapshot)["podGroups"]) == 1
+    off = schedule_json("-f", snapshot, "--feature-gates", "WorkloadWithJob=false")
+    assert off["podGroups"] == [] and len(off["pods"]) == 6
+
+
 # --- --compat and --diff -----------------------------------------------------------------------------------------
 
 
