@@ -2,7 +2,7 @@
 process under a timeout, and a table of the outcomes (docs/validation.md, "Fuzzing").
 
     python tests/fuzz/campaign.py                      # 600 inputs, seed 1, 2 at a time
-    python tests/fuzz/campaign.py --inputs 2000 --seed 7 --pending   # also the parsers other changes own
+    python tests/fuzz/campaign.py --inputs 2000 --seed 7
 
 Prints the table and every input not handled cleanly; exits 0 (it measures, it does not judge).
 """
@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from targets import CLEAN, PENDING, Case, all_targets, cases, classify, run
+from targets import CLEAN, Case, all_targets, cases, classify, run
 
 OUTCOMES = (
     "accepted",
@@ -35,10 +35,10 @@ OUTCOMES = (
 )
 
 
-def sample(inputs: int, seed: int, pending: bool) -> list[Case]:
+def sample(inputs: int, seed: int) -> list[Case]:
     """``inputs`` cases, as evenly over the targets as their sizes allow, drawn with ``seed``."""
     rng = random.Random(seed)
-    per_target = [cases(t) for t in all_targets(pending)]
+    per_target = [cases(t) for t in all_targets()]
     wanted = dict.fromkeys(range(len(per_target)), 0)
     left = inputs
     # Smallest first, so what a small target cannot use (the schedule flags have 27 cases) goes to the others.
@@ -62,9 +62,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds before a run counts as a hang")
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--pending", action="store_true", help="also the targets listed in targets.PENDING")
     args = parser.parse_args()
-    chosen = sample(args.inputs, args.seed, args.pending)
+    chosen = sample(args.inputs, args.seed)
     with ThreadPoolExecutor(args.workers) as pool:
         done = list(pool.map(lambda c: _one(c, args.timeout), chosen))
     _report(done, args)
@@ -82,14 +81,11 @@ def _report(done: list[tuple[Case, str, str]], args: argparse.Namespace) -> None
         total += counts
         tried = sum(counts.values())
         clean = sum(counts[o] for o in CLEAN) / tried * 100
-        owner = " *" if name in PENDING else ""
         row = " ".join(f"{counts[o]:>17}" for o in columns)
-        print(f"{name + owner:36} {tried:>5} {row} {clean:>7.1f}%")
+        print(f"{name:36} {tried:>5} {row} {clean:>7.1f}%")
     tried = sum(total.values())
     row = " ".join(f"{total[o]:>17}" for o in columns)
     print(f"{'all':36} {tried:>5} {row} {sum(total[o] for o in CLEAN) / tried * 100:>7.1f}%")
-    if any(name in PENDING for name in by_target):
-        print("* owned by another change:", "; ".join(f"{k}: {v}" for k, v in PENDING.items()))
     for case, outcome, detail in done:
         if outcome not in CLEAN:
             print(f"- [{outcome}] {case.target}: {case.label}\n    {detail}")

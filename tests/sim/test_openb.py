@@ -75,16 +75,21 @@ def test_bad_rows_are_reported_with_file_and_line(tmp_path: Path) -> None:
     path = write(
         tmp_path,
         "p.csv",
-        POD_HEADER + "ok,1000,10,1,500,\nneg,-5,10,1,500,\ntwo,1000,10,2,500,\nzero,1000,10,1,0,\nword,1000,ten,0,0,\n",
+        POD_HEADER
+        + "ok,1000,10,1,500,\nneg,-5,10,1,500,\ntwo,1000,10,2,500,\nzero,1000,10,1,0,\nword,1000,ten,0,0,\n"
+        + "inf,1000,inf,0,0,\nhalf,1000.5,10,0,0,\nhuge,1e300,10,0,0,\nfloat,1000.0,10,0,0,\n",
     )
     with pytest.raises(InputError) as exc:
         load_pods(path)
     assert exc.value.lines == [
-        f"{path}:3: pod: cpu_milli: must be an integer >= 0, got '-5'",
+        f"{path}:3: pod: cpu_milli: must be an integer from 0 to 2^53, got '-5'",
         f"{path}:4: pod: gpu_milli: a pod with 2 GPUs must take whole GPUs (1000), got 500",
         f"{path}:5: pod: gpu_milli: a pod with num_gpu > 0 needs gpu_milli > 0",
-        f"{path}:6: pod: memory_mib: must be an integer >= 0, got 'ten'",
-    ]
+        f"{path}:6: pod: memory_mib: must be an integer from 0 to 2^53, got 'ten'",
+        f"{path}:7: pod: memory_mib: must be an integer from 0 to 2^53, got 'inf'",
+        f"{path}:8: pod: cpu_milli: must be an integer from 0 to 2^53, got '1000.5'",
+        f"{path}:9: pod: cpu_milli: must be an integer from 0 to 2^53, got '1e300'",
+    ]  # 1000.0 is a whole number: accepted
 
 
 def test_missing_file_and_empty_file(tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import http.client
 import json
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from phalanx.testenv.controlplane import ControlPlane, RequestError
@@ -14,8 +14,15 @@ from phalanx.testenv.controlplane import ControlPlane, RequestError
 __all__ = ["create_many"]
 
 
-def create_many(cp: ControlPlane, items: Iterable[tuple[str, dict[str, Any]]], workers: int = 8) -> int:
-    """POST each ``(path, body)``; returns how many were created. The first error is raised (RequestError)."""
+def create_many(
+    cp: ControlPlane,
+    items: Iterable[tuple[str, dict[str, Any]]],
+    workers: int = 8,
+    created_hook: Callable[[dict[str, Any]], None] | None = None,
+) -> int:
+    """POST each ``(path, body)``; returns how many were created. The first error is raised (RequestError).
+    ``created_hook`` is called with each body as soon as the API server has answered (benchmarks timestamp pods
+    with it), from the worker thread that posted it."""
     source: Iterator[tuple[str, dict[str, Any]]] = iter(items)
     lock = threading.Lock()
     created = [0]
@@ -35,6 +42,8 @@ def create_many(cp: ControlPlane, items: Iterable[tuple[str, dict[str, Any]]], w
                 data = resp.read()
                 if resp.status >= 300:
                     raise RequestError(resp.status, data)
+                if created_hook is not None:
+                    created_hook(body)
                 with lock:
                     created[0] += 1
         except Exception as exc:  # handed to the caller below

@@ -70,15 +70,19 @@ def _rows(path: str | Path, required: tuple[str, ...], what: str) -> list[tuple[
         raise InputError([f"{path}: cannot read {what} CSV: {exc}"]) from exc
 
 
+_MAX = 2**53  # the largest count a float holds exactly; far beyond any real node or pod, and within int64
+
+
 def _int(row: dict[str, str], column: str, minimum: int) -> int:
+    """A whole number in ``[minimum, 2^53]``; the trace writes some as floats (``12288.0``)."""
     text = (row.get(column) or "").strip()
     try:
-        value = int(float(text)) if text else None
+        number = float(text) if text else None
     except ValueError:
-        value = None
-    if value is None or value < minimum:
-        raise ValueError(f"{column}: must be an integer >= {minimum}, got {text!r}")
-    return value
+        number = None
+    if number is None or not number.is_integer() or not minimum <= number <= _MAX:
+        raise ValueError(f"{column}: must be an integer from {minimum} to 2^53, got {text!r}")
+    return int(number)
 
 
 def load_nodes(path: str | Path) -> OpenbNodes:
