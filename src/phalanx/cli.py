@@ -131,6 +131,41 @@ def validate(paths: tuple[str, ...]) -> None:
     click.echo("valid", err=True)
 
 
+_GATES_HELP = (
+    "Feature gates as kube-scheduler takes them (A=true,B=false; repeatable), over the configuration's "
+    "featureGates. Unnamed gates take v1.36's defaults, except that phalanx's profile turns the workload gates "
+    "on (GenericWorkload, GangScheduling, TopologyAwareWorkloadScheduling, WorkloadAwarePreemption, "
+    "DRAWorkloadResourceClaims, WorkloadWithJob) unless a gate they need is off."
+)
+_gates = click.option("--feature-gates", "feature_gates", multiple=True, metavar="A=true,B=false", help=_GATES_HELP)
+_compat = click.option(
+    "--compat",
+    default=None,
+    metavar="v1.36",
+    help="Behave exactly as kube-scheduler v1.36: every phalanx rule beyond it is off (docs/compat.md).",
+)
+
+
+def _config(
+    config_path: str | None, compat: str | None, feature_gates: tuple[str, ...], default_name: str | None = None
+) -> Any:
+    """The KubeSchedulerConfiguration (or the default one, its profile named ``default_name``) with the mode
+    applied; warnings on stderr."""
+    from phalanx.scheduling.config import SchedulerConfig, default_profile, load_config, with_mode
+    from phalanx.scheduling.feature_gates import FeatureGateError, parse_flag
+
+    config = load_config(config_path) if config_path else None
+    if config is None and default_name is not None:
+        config = SchedulerConfig([default_profile(default_name)])
+    for warning in config.warnings if config else []:
+        click.echo(f"warning: {warning}", err=True)
+    try:
+        gates = parse_flag(feature_gates)
+    except FeatureGateError as exc:
+        raise InputError([f"--feature-gates: {m}" for m in exc.messages]) from exc
+    return with_mode(config, compat, gates)
+
+
 @cli.command()
 @_files
 @click.option("-o", "--output", type=click.Choice(["table", "json", "yaml"]), default="table", show_default=True)
@@ -139,22 +174,48 @@ def validate(paths: tuple[str, ...]) -> None:
 @click.option(
     "--seed", type=_Integer(), default=0, show_default=True, help="Seed for tie-breaking between equal nodes."
 )
+@_compat
+@_gates
+@click.option(
+    "--diff",
+    "show_diff",
+    is_flag=True,
+    help="Also schedule in the other mode and list every pod and PodGroup whose outcome differs, with the rule "
+    "that changed it.",
+)
 @_exits
 def schedule(
-    paths: tuple[str, ...], output: str, config_path: str | None, scheduler_name: str | None, seed: int
+    paths: tuple[str, ...],
+    output: str,
+    config_path: str | None,
+    scheduler_name: str | None,
+    seed: int,
+    compat: str | None,
+    feature_gates: tuple[str, ...],
+    show_diff: bool,
 ) -> None:
-    """What would a workload-aware scheduler (Kubernetes v1.37, v1.36 objects read too) do with this snapshot?"""
+    """What would a workload-aware scheduler (Kubernetes v1.37, v1.36 objects read too) do with this snapshot?
+    phalanx's rules beyond v1.36 are on unless --compat v1.36; the workload feature gates are on unless
+    --feature-gates turns them off."""
+    import io
+
     from phalanx.api.validation.ignored_fields import ignored_field_warnings
-    from phalanx.scheduling.config import load_config
     from phalanx.snapshot.result import build_result, node_summary
     from phalanx.snapshot.schedule import schedule_snapshot
 
-    config = load_config(config_path) if config_path else None
-    for warning in config.warnings if config else []:
-        click.echo(f"warning: {warning}", err=True)
-    sched, inv, timings = schedule_snapshot(paths, config, scheduler_name, seed=seed)
+    config = _config(config_path, compat, feature_gates)
+    text = sys.stdin.read() if "-" in paths else None  # read once: --diff schedules the snapshot again
+
+    def stdin() -> Any:
+        return io.StringIO(text) if text is not None else None
+
+    sched, inv, timings = schedule_snapshot(paths, config, scheduler_name, stdin(), seed)
     _warn([*inv.warnings, *(w.render() for w in ignored_field_warnings(inv))])
     result = build_result(sched, timings)
+    if show_diff:
+        from phalanx.snapshot.diff import diff_snapshot
+
+        result["diff"] = diff_snapshot(result, paths, config, scheduler_name, seed, stdin)
     if output == "json":
         click.echo(json.dumps(result, indent=2))
     elif output == "yaml":
@@ -195,10 +256,12 @@ def schedule(
 @click.option(
     "--victim-removal",
     type=click.Choice(["eviction", "deletion"]),
-    default="eviction",
-    show_default=True,
-    help="Preemption victims: policy/v1 Eviction (PodDisruptionBudgets enforced) or deletion (as kube-scheduler).",
+    default=None,
+    help="Preemption victims: policy/v1 Eviction (PodDisruptionBudgets enforced; the default) or deletion (as "
+    "kube-scheduler; the default with --compat v1.36).",
 )
+@_compat
+@_gates
 @_exits
 def serve(
     kubeconfig: str | None,
@@ -213,16 +276,17 @@ def serve(
     leader_elect_retry_period: float,
     health_address: str,
     health_port: int,
-    victim_removal: str,
+    victim_removal: str | None,
+    compat: str | None,
+    feature_gates: tuple[str, ...],
 ) -> None:
-    """Run as a secondary scheduler against the Kubernetes API (pods with spec.schedulerName of a profile)."""
+    """Run as a secondary scheduler against the Kubernetes API (pods with spec.schedulerName of a profile).
+    phalanx's rules beyond v1.36 are on unless --compat v1.36; the workload feature gates are on unless
+    --feature-gates turns them off."""
     from phalanx.kube.serve import ServeOptions
     from phalanx.kube.serve import serve as run_serve
-    from phalanx.scheduling.config import load_config
 
-    config = load_config(config_path) if config_path else None
-    for warning in config.warnings if config else []:
-        click.echo(f"warning: {warning}", err=True)
+    config = _config(config_path, compat, feature_gates, default_name="phalanx")
     run_serve(
         ServeOptions(
             kubeconfig=kubeconfig,
@@ -355,6 +419,8 @@ def serve(
     "artifact's simulator over arrays (array: faster, not the product's placement path).",
 )
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@_compat
+@_gates
 @_exits
 def simulate(
     cluster: str | None,
@@ -379,13 +445,22 @@ def simulate(
     ray_address: str | None,
     runner: str,
     output: str,
+    compat: str | None,
+    feature_gates: tuple[str, ...],
 ) -> None:
-    """Replay workloads on a cluster over simulated time under several policies (and seeds), and compare them."""
+    """Replay workloads on a cluster over simulated time under several policies (and seeds), and compare them.
+    Every policy runs with phalanx's rules beyond v1.36 unless --compat v1.36, and with the workload feature gates
+    on unless --feature-gates turns them off (neither applies to --experiment)."""
+    from phalanx.scheduling.feature_gates import FeatureGateError, parse_flag
     from phalanx.sim import scenario as sc
     from phalanx.sim.runs import SweepPlan
     from phalanx.sim.sweep import backend_for
     from phalanx.sim.traces import TraceWindow
 
+    try:
+        gates = parse_flag(feature_gates)
+    except FeatureGateError as exc:
+        raise InputError([f"--feature-gates: {m}" for m in exc.messages]) from exc
     backend = backend_for(workers, ray_address)
     if experiment == "fragmentation":
         _fragmentation_experiment(nodes_csv, pods_csv, policies, seeds, runner, output, backend)
@@ -402,6 +477,8 @@ def simulate(
         sc.node_failures(node_mtbf_hours, node_repair_hours),
         pod_failure_probability,
         policies,
+        compat,
+        tuple(sorted(gates.items())),
     )
     _simulate_sweep(sweep, backend, report, metrics_path, timeseries, output)
 

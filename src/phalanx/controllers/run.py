@@ -14,13 +14,27 @@ from phalanx.controllers.resource_claim import generate_claims
 __all__ = ["run_once"]
 
 
-def run_once(inv: Inventory, options: JobControllerOptions = DEFAULT_OPTIONS) -> list[str]:
+def run_once(
+    inv: Inventory,
+    options: JobControllerOptions = DEFAULT_OPTIONS,
+    workload_with_job: bool = True,
+    workload_claims: bool = True,
+) -> list[str]:
     """Reconcile every Job of ``inv`` in name order, adding what is created to ``inv`` (and replacing the Workloads
     and PodGroups whose gang minCount a Job changed); returns the events as ``KIND NAMESPACE/NAME: Reason`` lines.
-    ``options`` says which Kubernetes version's Job controller to act as (``--compat v1.36``: phase 1)."""
+    ``options`` says which Kubernetes version's Job controller to act as (``--compat v1.36``: phase 1). The
+    feature gates of kube-controller-manager: without ``workload_with_job`` (WorkloadWithJob) a Job gets its pods
+    only, without ``workload_claims`` (DRAWorkloadResourceClaims) claims are generated per pod only."""
     events: list[str] = []
     for job in sorted(inv.jobs, key=lambda j: (j.metadata.namespace, j.metadata.name)):
         out = reconcile_job(job, inv.workloads, inv.pod_groups, inv.pods, options)
+        if not workload_with_job and out.pod_group is not None:
+            # The Job controller without WorkloadWithJob creates no Workload or PodGroup, and pods naming none.
+            for pod in out.pods:
+                pod.spec.scheduling_group = None
+            out.workload = out.pod_group = None
+            out.events = []
+            out.updated = []
         for obj in out.updated:
             if isinstance(obj, m.Workload):
                 inv.workloads = _replaced(inv.workloads, obj)
@@ -32,7 +46,8 @@ def run_once(inv: Inventory, options: JobControllerOptions = DEFAULT_OPTIONS) ->
             inv.pod_groups.append(out.pod_group)
         inv.pods.extend(out.pods)
         events += [f"Job {job.metadata.namespace}/{job.metadata.name}: {reason}" for reason in out.events]
-    generated = generate_claims(inv.pods, inv.pod_groups, inv.resource_claim_templates, inv.resource_claims)
+    groups = inv.pod_groups if workload_claims else []
+    generated = generate_claims(inv.pods, groups, inv.resource_claim_templates, inv.resource_claims)
     inv.resource_claims.extend(generated.claims)
     inv.generated_claims.update(generated.generated_from)
     events += [

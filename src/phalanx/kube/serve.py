@@ -42,12 +42,16 @@ class ServeOptions:
     health_port: int | None = 10251  # None: no health server
     bind_workers: int = 16
     # "eviction": preemption victims go through the Eviction API (PodDisruptionBudgets enforced by the API
-    # server); "deletion": deleted as kube-scheduler does.
-    victim_removal: str = "eviction"
+    # server); "deletion": deleted as kube-scheduler does. None: eviction, unless the configuration's rules turn
+    # Rules.victims_by_eviction off (--compat v1.36).
+    victim_removal: str | None = None
     # Writes are made by a child process with its own interpreter (and GIL); False keeps them on threads here.
     writer_process: bool = True
 
     def __post_init__(self) -> None:
+        if self.victim_removal is None:
+            by_eviction = self.config is None or self.config.rules.victims_by_eviction
+            self.victim_removal = "eviction" if by_eviction else "deletion"
         if self.victim_removal not in ("eviction", "deletion"):
             raise ValueError(f"victim removal must be eviction or deletion, not {self.victim_removal!r}")
 
@@ -63,7 +67,11 @@ class Server:
         self.binder = self._binder(opts, api is None)
         config = opts.config or SchedulerConfig([default_profile("phalanx")])
         names = frozenset(p.scheduler_name for p in config.profiles)
-        self.controller = Controller(self.api, self.binder, self.metrics, config, names)
+        # Without GenericWorkload the engine ignores PodGroups and Workloads, and, like kube-scheduler, serve does not
+        # watch them.
+        workload = config.feature_gates.enabled("GenericWorkload")
+        watched = tuple(r for r in RESOURCES if workload or r not in ("podgroups", "workloads"))
+        self.controller = Controller(self.api, self.binder, self.metrics, config, names, watched)
         self.stop = self.controller.stop
         self.elector = LeaderElector(
             self.api,

@@ -1,5 +1,6 @@
 """Scheduler configuration: a KubeSchedulerConfiguration-shaped YAML (``kubescheduler.config.k8s.io/v1``) turned
-into profiles.
+into profiles, plus the engine's mode: its feature gates (``featureGates``, a phalanx extension of the file, and
+``--feature-gates``) and its rules (phalanx's own, or a compatibility mode's: ``--compat v1.36``).
 
 Every problem is an input error ``FILE[:LINE]: KubeSchedulerConfiguration: FIELD.PATH: message``, in
 kube-scheduler's words where it has them: a file that cannot be read or parsed, a field of the wrong type, an
@@ -18,6 +19,7 @@ import yaml
 
 from phalanx.api.errors import FieldError, InputError, Source
 from phalanx.api.loader import locate
+from phalanx.scheduling.feature_gates import DEFAULT_GATES, FeatureGateError, FeatureGates, parse_bool, resolve_gates
 from phalanx.scheduling.handle import Handle
 from phalanx.scheduling.plugin import POINTS, ArgsError, type_error
 from phalanx.scheduling.plugins import default_preemption, gang_scheduling, topology_placement_generator
@@ -25,6 +27,7 @@ from phalanx.scheduling.plugins.node_resources_fit import NodeResourcesFitArgs
 from phalanx.scheduling.plugins.registry import DEFAULT_PLACEMENT_SCORES, REGISTRY, default_plugins
 from phalanx.scheduling.plugins.topology_placement_generator import TopologyArgs
 from phalanx.scheduling.profile import Profile
+from phalanx.scheduling.rules import RULES, Rules, rules_for
 
 __all__ = [
     "DEFAULT_SCHEDULER_NAME",
@@ -35,6 +38,7 @@ __all__ = [
     "default_profile",
     "load_config",
     "parse_config",
+    "with_mode",
 ]
 
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
@@ -44,6 +48,7 @@ _PREEMPTION = default_preemption.NAME
 _TOPOLOGY = topology_placement_generator.NAME
 _PLACEMENT_GENERATORS = frozenset(n for n, s in REGISTRY.items() if "placementGenerate" in s.points)
 _PLACEMENT_SCORERS = frozenset(n for n, s in REGISTRY.items() if "placementScore" in s.points) | {"NodeResourcesFit"}
+_GPU_SHARE = "GpuShare"  # phalanx's own score plugin: not in v1.36's default profile (Rules.gpu_share_scoring)
 
 
 @dataclass
@@ -62,8 +67,12 @@ class ProfileConfig:
     # Ties between equally scored nodes go to the first node in name order (the FGD experiment's static node
     # priority) instead of a seeded order drawn per pod.
     static_ties: bool = False
+    percentage_of_nodes_to_score: int | None = None  # the profile's own; None: the configuration's
+    # Plugins enabled explicitly by the configuration (a default plugin the compatibility mode drops stays when a
+    # configuration asks for it).
+    enabled: set[str] = field(default_factory=set)
 
-    def build(self, handle: Handle, seed: int = 0) -> Profile:
+    def build(self, handle: Handle, seed: int = 0, rules: Rules = RULES, percentage: int = 0) -> Profile:
         instances: dict[str, Any] = {}
 
         def get(name: str) -> Any:
@@ -75,10 +84,12 @@ class ProfileConfig:
 
         fit_args = self.args.get("NodeResourcesFit") or NodeResourcesFitArgs()
         topology = self.args.get(_TOPOLOGY) or TopologyArgs()
+        scores = [(n, w) for n, w in self.scores if rules.gpu_share_scoring or n != _GPU_SHARE or n in self.enabled]
+        pct = self.percentage_of_nodes_to_score
         return Profile(
             self.scheduler_name,
             [get(n) for n in self.filters],
-            [(get(n), w) for n, w in self.scores],
+            [(get(n), w) for n, w in scores],
             seed,
             tas=_TOPOLOGY in self.placement_generators,
             placement_scores=list(self.placement_scores),
@@ -86,6 +97,8 @@ class ProfileConfig:
             fit_resources=list(fit_args.resources),
             preemption=self.preemption,
             static_ties=self.static_ties,
+            report_ties=not rules.seeded_tie_break,
+            percentage_of_nodes_to_score=None if rules.all_nodes_scored else (percentage if pct is None else pct),
         )
 
 
@@ -93,6 +106,37 @@ class ProfileConfig:
 class SchedulerConfig:
     profiles: list[ProfileConfig] = field(default_factory=lambda: [default_profile()])
     warnings: list[str] = field(default_factory=list)
+    # The engine's mode: feature gates (``featureGates`` / ``--feature-gates``, phalanx's profile by default) and
+    # rules (phalanx's own, or a compatibility mode's).
+    feature_gates: FeatureGates = DEFAULT_GATES
+    rules: Rules = RULES
+    compat: str | None = None  # the compatibility mode the rules come from ("v1.36"), for reports
+    percentage_of_nodes_to_score: int = (
+        0  # 0: kube-scheduler's adaptive default; used only when all_nodes_scored is off
+    )
+    gate_overrides: dict[str, bool] = field(default_factory=dict)  # what the file's featureGates named
+
+
+def with_mode(
+    config: SchedulerConfig | None, compat: str | None = None, gates: dict[str, bool] | None = None
+) -> SchedulerConfig:
+    """``config`` (or the default configuration) with a compatibility mode and ``--feature-gates`` applied: the
+    flag's gates override the file's. Raises InputError for an unknown compatibility version or bad gates."""
+    cfg = config or SchedulerConfig()
+    try:
+        rules = rules_for(compat)
+    except KeyError:
+        raise InputError([f'--compat: Unsupported value: "{compat}": supported values: "v1.36"']) from None
+    try:
+        resolved = resolve_gates({**cfg.gate_overrides, **(gates or {})})
+    except FeatureGateError as exc:
+        raise InputError([f"--feature-gates: {m}" for m in exc.messages]) from exc
+    cfg.rules, cfg.compat, cfg.feature_gates = rules, (None if compat is None else rules_version(compat)), resolved
+    return cfg
+
+
+def rules_version(compat: str) -> str:
+    return compat if compat.startswith("v") else f"v{compat}"
 
 
 def default_profile(name: str = DEFAULT_SCHEDULER_NAME) -> ProfileConfig:
@@ -135,9 +179,56 @@ def parse_config(raw: Any, path: str = "<config>", located: bool = False) -> Sch
         errors.append(FieldError.unsupported("kind", raw.get("kind"), [KIND]))
     else:
         _profiles(raw, cfg, errors)
+        _feature_gates(raw, cfg, errors)
+        pct = _percentage(raw.get("percentageOfNodesToScore"), "percentageOfNodesToScore", errors)
+        cfg.percentage_of_nodes_to_score = pct or 0
     if errors:
         raise InputError([_render(path, e, located) for e in errors])
     return cfg
+
+
+def _feature_gates(raw: Mapping[str, Any], cfg: SchedulerConfig, errors: list[FieldError]) -> None:
+    """``featureGates``: a map of gate name to bool, as kube-scheduler's ``--feature-gates`` takes them (a phalanx
+    extension: kube-scheduler itself reads gates from its flag only). Validated with the flag's rules."""
+    gates = _default(raw.get("featureGates"), {})
+    if not _expect(gates, Mapping, "featureGates", "an object", errors):
+        return
+    out: dict[str, bool] = {}
+    for name, value in gates.items():
+        at = f"featureGates.{name}"
+        if isinstance(value, str) and parse_bool(value) is not None:
+            value = parse_bool(value)
+        if not isinstance(value, bool):
+            errors.append(type_error(at, value, "a bool"))
+            continue
+        out[str(name)] = value
+    try:
+        cfg.feature_gates = resolve_gates(out)
+    except FeatureGateError as exc:
+        errors.extend(FieldError(_gate_path(m, out), m) for m in exc.messages)
+        return
+    cfg.gate_overrides = out
+
+
+def _gate_path(message: str, named: Mapping[str, bool]) -> str:
+    """The featureGates entry a message is about (the first named gate it mentions), for the line number."""
+    for word in message.replace(":", " ").replace("[", " ").replace("]", " ").replace("=", " ").split():
+        if word in named:
+            return f"featureGates.{word}"
+    return "featureGates"
+
+
+def _percentage(value: Any, path: str, errors: list[FieldError]) -> int | None:
+    """``percentageOfNodesToScore``: 0-100 (0: the adaptive default), as kube-scheduler validates it."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        errors.append(type_error(path, value, "an integer"))
+        return None
+    if not 0 <= value <= 100:
+        errors.append(FieldError.invalid(path, value, "not in valid range [0-100]"))
+        return None
+    return value
 
 
 def _render(path: str, err: FieldError, located: bool) -> str:
@@ -173,6 +264,9 @@ def _profiles(raw: Mapping[str, Any], cfg: SchedulerConfig, errors: list[FieldEr
         if not _expect(name, str, f"{where}.schedulerName", "a string", errors):
             continue
         pc = _profile(prof, name, where, errors, cfg.warnings)
+        pc.percentage_of_nodes_to_score = _percentage(
+            prof.get("percentageOfNodesToScore"), f"{where}.percentageOfNodesToScore", errors
+        )
         if pc.scheduler_name in seen:
             errors.append(FieldError.duplicate(f"{where}.schedulerName", pc.scheduler_name))
         seen.add(pc.scheduler_name)
@@ -238,6 +332,7 @@ def _disable(pc: ProfileConfig, point: str, name: str) -> None:
 
 def _enable(pc: ProfileConfig, point: str, name: str, weight: int, warnings: list[str]) -> None:
     spec = REGISTRY[name]
+    pc.enabled.add(name)
     if not spec.modelled:
         warnings.append(f"plugin {name} is accepted but not modelled by phalanx; it has no effect")
         return

@@ -16,6 +16,7 @@ from phalanx.api.models import PodDisruptionBudget
 from phalanx.cluster.pods import PodInfo
 from phalanx.cluster.state import ClusterState
 from phalanx.scheduling.events import ClusterEvent
+from phalanx.scheduling.feature_gates import SchedulingGates
 from phalanx.scheduling.framework import Status
 from phalanx.scheduling.groups import GroupInfo, PodGroups
 from phalanx.scheduling.preemption.victim_index import VictimIndex
@@ -60,6 +61,9 @@ class CycleContext(Protocol):
     def rules(self) -> Rules: ...
 
     @property
+    def gates(self) -> SchedulingGates: ...
+
+    @property
     def stats(self) -> Stats: ...
 
     @property
@@ -82,8 +86,10 @@ class CycleContext(Protocol):
         """Pull the queued pods ``keys`` out of the queue (a PodGroup cycle takes its members)."""
         ...
 
-    def reserve(self, pi: PodInfo, row: int) -> Status:
-        """Assume the pod on ``row`` and reserve its claims there; on failure nothing is left assumed."""
+    def reserve(self, pi: PodInfo, row: int, candidates: tuple[int, ...] = (), rules: tuple[str, ...] = ()) -> Status:
+        """Assume the pod on ``row`` and reserve its claims there; on failure nothing is left assumed.
+        ``candidates``: the rows kube-scheduler could have chosen instead, ``rules`` the beyond-v1.36 rules that
+        chose the row (both reported if the pod binds)."""
         ...
 
     def unreserve(self, pi: PodInfo) -> None: ...
@@ -97,6 +103,14 @@ class CycleContext(Protocol):
     def evict(self, victims: Iterable[PodInfo], preemptor: Preemptor) -> None: ...
 
     def set_condition(self, group: GroupInfo, status: str, reason: str, message: str) -> None: ...
+
+    def changed_by(self, rule: str, keys: Iterable[str]) -> None:
+        """A beyond-v1.36 rule (its ``Rules`` field name) changed the decision for these pods or PodGroups."""
+        ...
+
+    def candidates(self, key: str, nodes: Sequence[str]) -> None:
+        """kube-scheduler would have picked at random among ``nodes`` (or placements) where the cycle picked one."""
+        ...
 
     def on_event(self, event: ClusterEvent) -> None:
         """A cluster change the cycle itself made (a claim deallocated), for the queue's hints."""

@@ -25,20 +25,23 @@ class GroupInfo:
 
 
 class PodGroups:
-    """PodGroups by key, members by group key (a group's members may exist before the group does)."""
+    """PodGroups by key, members by group key (a group's members may exist before the group does). With
+    ``enabled`` False (the GenericWorkload gate off) the groups are kept for reports but the engine sees none:
+    their pods are scheduled one by one, as kube-scheduler without the gate does."""
 
-    def __init__(self, gang_enabled: Mapping[str, bool], priorities: PriorityResolver) -> None:
+    def __init__(self, gang_enabled: Mapping[str, bool], priorities: PriorityResolver, enabled: bool = True) -> None:
         self.gang_enabled = gang_enabled  # per schedulerName: whether its profile runs GangScheduling
         self.priorities = priorities
+        self.enabled = enabled
         self.groups: dict[str, GroupInfo] = {}
         self.members: dict[str, set[str]] = {}  # group key -> non-terminal member pod keys
         self.conditions: dict[str, o.GroupCondition] = {}
 
     def __contains__(self, key: object) -> bool:
-        return key in self.groups
+        return self.enabled and key in self.groups
 
     def get(self, key: str | None) -> GroupInfo | None:
-        return self.groups.get(key) if key else None
+        return self.groups.get(key) if key and self.enabled else None
 
     def add(self, pg: PodGroup) -> GroupInfo:
         key = pod_key(pg.metadata.namespace, pg.metadata.name)
@@ -68,7 +71,7 @@ class PodGroups:
         return self.members.get(key, set())
 
     def gang_enabled_for(self, pi: PodInfo) -> bool:
-        return self.gang_enabled.get(pi.pod.spec.scheduler_name, True)
+        return self.enabled and self.gang_enabled.get(pi.pod.spec.scheduler_name, True)
 
     def gang_key(self, pi: PodInfo) -> str | None:
         """The key of the gang (a PodGroup with minCount, GangScheduling on) ``pi`` belongs to, if any."""

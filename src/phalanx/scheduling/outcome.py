@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,6 +47,7 @@ MSG_WAIT_GROUP = 'waiting for pod\'s pod group "{}" to appear in scheduling queu
 MSG_WAIT_MIN_COUNT = "waiting for minCount pods from a gang to appear in scheduling queue"
 MSG_WAIT_GANG_SCHEDULED = "waiting for minCount pods from a gang to be scheduled"
 MSG_GROUP_UNSCHEDULABLE = "pod group is unschedulable"
+MSG_OTHER_POD_FAILED = "failed to schedule other pod from a pod group"  # a member's error fails the group (v1.36)
 MSG_WAITING_PREEMPTION = "pod group is waiting for preemption to complete"
 CONDITION_DISRUPTION_TARGET = "DisruptionTarget"
 MSG_MIXED_SCHEDULER = 'all pods in a single pod group should have the same .spec.schedulerName set, got: "{}" and "{}"'
@@ -97,6 +99,8 @@ class OutcomeLog:
         self.outcomes: dict[str, PodOutcome] = {}
         self.evictions: list[Eviction] = []
         self.disruption_targets: dict[str, GroupCondition] = {}  # PodGroups that lost pods to preemption
+        self.rules: dict[str, set[str]] = {}  # pod or PodGroup key -> beyond-v1.36 rules that changed its decision
+        self.choices: dict[str, list[str]] = {}  # pod or PodGroup key -> what kube-scheduler picks from at random
 
     def observed(self, key: str, phase: str, node: str | None) -> None:
         self.outcomes[key] = PodOutcome(phase, node)
@@ -133,3 +137,10 @@ class OutcomeLog:
 
     def forgotten(self, key: str) -> None:
         self.outcomes.pop(key, None)
+
+    def changed_by(self, rule: str, keys: Sequence[str]) -> None:
+        for key in keys:
+            self.rules.setdefault(key, set()).add(rule)
+
+    def candidates(self, key: str, nodes: Sequence[str]) -> None:
+        self.choices[key] = list(nodes)

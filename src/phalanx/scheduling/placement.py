@@ -66,6 +66,9 @@ _PER_NODE_FILTERS = {
 }
 
 
+_UNDETERMINED = "cannot determine domain for already scheduled pods"
+
+
 class PlacementError(Exception):
     """The group's bound members contradict its topology (``more than 1 domain found for pod group``)."""
 
@@ -93,11 +96,12 @@ class Intent:
     levels: tuple[str, ...]
 
 
-def intent_of(pg: PodGroup, profile: Profile) -> Intent | None:
-    """The group's topology intent, or None for no placement step (one placement of all nodes)."""
+def intent_of(pg: PodGroup, profile: Profile, annotations: bool = True) -> Intent | None:
+    """The group's topology intent, or None for no placement step (one placement of all nodes). ``annotations``
+    (``Rules.topology_annotations``): read the phalanx annotations; off, only v1.36's API field counts."""
     if not profile.tas:
         return None
-    notes = pg.metadata.annotations
+    notes = pg.metadata.annotations if annotations else {}
     levels = [lvl for lvl in profile.topology_levels if lvl != HOSTNAME]
     if ANNOTATION_REQUIRED in notes:
         return Intent("required", (notes[ANNOTATION_REQUIRED],))
@@ -113,18 +117,22 @@ def intent_of(pg: PodGroup, profile: Profile) -> Intent | None:
     return None
 
 
-def pinned_domain(nodes: NodeTable, key: str, bound_rows: Sequence[int]) -> str | None:
-    """The domain the group's bound members already occupy (None when none is bound)."""
+def pinned_domain(nodes: NodeTable, key: str, bound: Sequence[tuple[str, int]]) -> str | None:
+    """The domain the group's bound members (pod key, node row) already occupy (None when none is bound).
+    Raises PlacementError with TopologyPlacementGenerator's message when they contradict the topology."""
     col = nodes.label(key)
-    values = set()
-    for row in bound_rows:
+    values: list[str] = []
+    for pod, row in sorted(bound):
         code = int(col.codes[row])
         if code < 0:
-            raise PlacementError(f'node "{nodes.names[row]}" of a scheduled pod of the pod group has no label "{key}"')
-        values.add(col.values[code])
+            raise PlacementError(f"{_UNDETERMINED}: no topology domain found for pod {pod}")
+        if col.values[code] not in values:
+            values.append(col.values[code])
     if len(values) > 1:
-        raise PlacementError("more than 1 domain found for pod group")
-    return values.pop() if values else None
+        # kube-scheduler names the first two domains it meets (in an order of its own); phalanx sorts them.
+        first, second = sorted(values)[:2]
+        raise PlacementError(f"{_UNDETERMINED}: more than 1 domain found for pod group: {first}, {second}")
+    return values[0] if values else None
 
 
 def domains(nodes: NodeTable, key: str, pinned: str | None = None) -> list[Domain]:

@@ -39,18 +39,35 @@ from phalanx.scheduling.framework import (
 from phalanx.scheduling.plugins.resource_allocation import ResourceSpec
 from phalanx.scheduling.reasons import Reason
 
-__all__ = ["Attempt", "Profile"]
+__all__ = ["BEYOND_V136_SCORES", "Attempt", "Profile", "nodes_to_find"]
 
 _CACHE_SHAPES = 256  # usage-dependent results kept per plugin (LRU by pod shape)
+_MIN_FEASIBLE_NODES_TO_FIND = 100  # kube-scheduler's minFeasibleNodesToFind
+_MIN_FEASIBLE_NODES_PERCENTAGE = 5  # minFeasibleNodesPercentageToFind
+BEYOND_V136_SCORES = frozenset({"GpuShare"})  # phalanx's own score plugins (Rules.gpu_share_scoring)
 
 
 @dataclass(frozen=True, slots=True)
 class Attempt:
-    """The outcome of one pod's attempt: a node row, or a diagnosis of why none fits."""
+    """The outcome of one pod's attempt: a node row, or a diagnosis of why none fits. ``candidates``: the rows
+    kube-scheduler could have chosen instead (a random tie-break, or a sample of percentageOfNodesToScore), when
+    the profile reports them and there is more than one."""
 
     node: int | None
     diagnosis: Diagnosis | None = None
     feasible_nodes: int = 0
+    candidates: tuple[int, ...] = ()
+    rules: tuple[str, ...] = ()  # beyond-v1.36 rules (Rules field names) that changed the choice of node
+
+
+def nodes_to_find(percentage: int, num_nodes: int) -> int:
+    """``numFeasibleNodesToFind``: how many feasible nodes kube-scheduler looks for before it stops filtering
+    (``percentage`` 0 is the adaptive default, 50 % minus one per 125 nodes, at least 5 %; never under 100)."""
+    if num_nodes < _MIN_FEASIBLE_NODES_TO_FIND:
+        return num_nodes
+    if percentage == 0:
+        percentage = max(50 - num_nodes // 125, _MIN_FEASIBLE_NODES_PERCENTAGE)
+    return max(num_nodes * percentage // 100, _MIN_FEASIBLE_NODES_TO_FIND)
 
 
 @dataclass
@@ -79,6 +96,11 @@ class Profile:
     # simulator: node names carry a random per-seed prefix, so this is a static random priority) instead of a
     # seeded order drawn per pod.
     static_ties: bool = False
+    # Compatibility mode (Rules.seeded_tie_break off): report the tied nodes as candidates. Rules.all_nodes_scored
+    # off: kube-scheduler scores only a sample of percentageOfNodesToScore (0: adaptive) feasible nodes; the nodes
+    # a sample could have chosen are reported as candidates. None: every feasible node is scored.
+    report_ties: bool = False
+    percentage_of_nodes_to_score: int | None = None
     _static: dict[tuple[str, bytes], Any] = field(default_factory=dict)
     _dynamic: OrderedDict[tuple[str, bytes], _Incremental] = field(default_factory=OrderedDict)
     _generation: int = -1
@@ -190,10 +212,51 @@ class Profile:
             return Attempt(None, self.diagnose(state, pod, nodes, within))
         if len(rows) == 1:
             return Attempt(int(rows[0]), feasible_nodes=1)
-        total = self.total_scores(state, pod, nodes, rows)
-        return Attempt(self.select(pod, rows, total), feasible_nodes=len(rows))
+        own: list[IntArray] = []
+        total = self.total_scores(state, pod, nodes, rows, own)
+        row = self.select(pod, rows, total)
+        rules: tuple[str, ...] = ()
+        if own:
+            # Would v1.36's plugins alone have chosen this node (or one tied with it)?
+            v136 = total - sum(own)
+            if v136[rows == row][0] != v136.max():
+                rules = ("gpu_share_scoring",)
+        candidates: tuple[int, ...] = ()
+        if self.report_ties or self.percentage_of_nodes_to_score is not None:
+            candidates = self._candidates(state, pod, nodes, within, rows, total)
+            candidates = candidates if len(candidates) > 1 else ()
+        return Attempt(row, feasible_nodes=len(rows), candidates=candidates, rules=rules)
 
-    def total_scores(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: IntArray) -> IntArray:
+    def _candidates(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        nodes: NodeTable,
+        within: BoolArray | None,
+        rows: IntArray,
+        total: IntArray,
+    ) -> tuple[int, ...]:
+        """The rows kube-scheduler might choose: the best-scored ones (a random tie-break), or, when it scores a
+        sample of ``k`` feasible nodes only, every node that is best in some sample of ``k``, i.e. scored no lower
+        than the k-th lowest (scores as computed over all feasible nodes: normalisation over a sample can differ)."""
+        if self.percentage_of_nodes_to_score is not None:
+            allowed, _, _ = self._pre_filter(state, pod, nodes)
+            visible = np.ones(len(nodes), dtype=bool) if allowed is None else allowed.copy()
+            if within is not None:
+                visible &= within
+            k = nodes_to_find(self.percentage_of_nodes_to_score, int(visible.sum())) if self.scores else 1
+            if k < len(rows):
+                floor = np.partition(total, k - 1)[k - 1]
+                return tuple(int(r) for r in rows[total >= floor])
+        if not self.report_ties:
+            return ()
+        return tuple(int(r) for r in rows[total == total.max()])
+
+    def total_scores(
+        self, state: CycleState, pod: PodInfo, nodes: NodeTable, rows: IntArray, own: list[IntArray] | None = None
+    ) -> IntArray:
+        """The weighted sum of every score plugin over ``rows``. ``own`` collects the part of phalanx's own score
+        plugins (beyond v1.36: GpuShare), to tell whether they changed the pick."""
         total = np.zeros(len(rows), dtype=np.int64)
         for plugin, weight in self.scores:
             if id(plugin) in self._cached:
@@ -202,7 +265,10 @@ class Profile:
             else:
                 raw = plugin.score(state, pod, nodes, rows)  # may depend on the feasible set (PreScore's nodes)
             if raw is not None:
-                total += weight * plugin.normalize(raw)
+                part = weight * plugin.normalize(raw)
+                total += part
+                if own is not None and plugin.name in BEYOND_V136_SCORES:
+                    own.append(part)
         return total
 
     def _score(self, plugin: ScorePlugin, state: CycleState, pod: PodInfo, nodes: NodeTable) -> IntArray | None:

@@ -17,6 +17,10 @@ Events:
     as it now is: a True one is never regressed) or a preemption gave it DisruptionTarget.
   - ``claim_allocated`` / ``claim_released``: a bound pod's claim is final / a pod no longer holds its claim.
   - ``forgotten``: the pod left the engine (deleted, or its node is gone).
+  - ``changed_by``: a rule beyond kube-scheduler v1.36 (kebab-case name, ``rules.py``) changed the decision for
+    these pods or PodGroups (keys): without it they would have fared otherwise.
+  - ``candidates``: kube-scheduler would have picked at random among these nodes (for a pod) or placements (for
+    a PodGroup) where the engine picked one (reported when the seeded tie-break or all-nodes scoring is off).
 """
 
 from __future__ import annotations
@@ -65,6 +69,10 @@ class Recorder(Protocol):
 
     def forgotten(self, key: str) -> None: ...
 
+    def changed_by(self, rule: str, keys: Sequence[str]) -> None: ...
+
+    def candidates(self, key: str, nodes: Sequence[str]) -> None: ...
+
 
 class BaseRecorder:
     """A recorder that ignores everything: subclass it and override the events a front end needs."""
@@ -97,6 +105,12 @@ class BaseRecorder:
         pass
 
     def forgotten(self, key: str) -> None:
+        pass
+
+    def changed_by(self, rule: str, keys: Sequence[str]) -> None:
+        pass
+
+    def candidates(self, key: str, nodes: Sequence[str]) -> None:
         pass
 
 
@@ -145,3 +159,11 @@ class Recorders(BaseRecorder):
     def forgotten(self, key: str) -> None:
         for r in self.recorders:
             r.forgotten(key)
+
+    def changed_by(self, rule: str, keys: Sequence[str]) -> None:
+        for r in self.recorders:
+            r.changed_by(rule, keys)
+
+    def candidates(self, key: str, nodes: Sequence[str]) -> None:
+        for r in self.recorders:
+            r.candidates(key, nodes)

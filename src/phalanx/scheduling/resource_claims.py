@@ -20,6 +20,7 @@ from phalanx.cluster.nodes import NodeTable
 from phalanx.cluster.pods import PodInfo
 from phalanx.dra.allocator import AllocationError
 from phalanx.dra.claims import ClaimTracker, PodClaim, PodClaims, Suspension, claim_key
+from phalanx.dra.features import DEFAULT_FEATURES, Features
 from phalanx.scheduling.framework import Code, Status
 from phalanx.scheduling.reasons import Reason
 
@@ -61,10 +62,15 @@ class ClaimBinding:
 
     @classmethod
     def build(
-        cls, nodes: NodeTable, objects: ResourceObjects | None, group_of: Callable[[PodInfo], PodGroup | None]
+        cls,
+        nodes: NodeTable,
+        objects: ResourceObjects | None,
+        group_of: Callable[[PodInfo], PodGroup | None],
+        features: Features = DEFAULT_FEATURES,
     ) -> ClaimBinding:
+        """``features``: the DRA feature gates the allocator and the inventory honour."""
         objects = objects or ResourceObjects()
-        tracker = ClaimTracker(nodes, objects.classes, objects.slices, (), objects.templates)
+        tracker = ClaimTracker(nodes, objects.classes, objects.slices, (), objects.templates, features)
         for claim in objects.claims:
             key = f"{claim.metadata.namespace}/{claim.metadata.name}"
             tracker.add_claim(claim, objects.generated_from.get(key))
@@ -83,8 +89,10 @@ class ClaimBinding:
         self._classes_changed(nodes)
 
     def _classes_changed(self, nodes: NodeTable) -> None:
-        """The extended resources the DeviceClasses serve, for DynamicResources and NodeResourcesFit."""
-        self.extended = extended_resource_classes(self.tracker.classes.values())
+        """The extended resources the DeviceClasses serve, for DynamicResources and NodeResourcesFit (none with
+        the DRAExtendedResource gate off)."""
+        classes = self.tracker.classes.values() if self.tracker.features.extended_resource else ()
+        self.extended = extended_resource_classes(classes)
         nodes.dra_resources = frozenset(self.extended)
 
     def claims(self, pi: PodInfo) -> PodClaims:

@@ -26,6 +26,7 @@ from phalanx.scheduling.context import Preemptor, Stats
 from phalanx.scheduling.cycle.group import schedule_pod_group
 from phalanx.scheduling.cycle.pod import schedule_pod
 from phalanx.scheduling.events import ClusterEvent
+from phalanx.scheduling.feature_gates import SchedulingGates
 from phalanx.scheduling.framework import Code, Status
 from phalanx.scheduling.groups import GroupInfo, PodGroups
 from phalanx.scheduling.plugins import dynamic_resources, gang_scheduling, scheduling_gates
@@ -37,7 +38,7 @@ from phalanx.scheduling.queue import SchedulingQueue
 from phalanx.scheduling.reasons import Waiting
 from phalanx.scheduling.recorder import Recorder, Rejection
 from phalanx.scheduling.resource_claims import EXTENDED_RESOURCE_ANNOTATION, ClaimBinding, ResourceObjects
-from phalanx.scheduling.rules import RULES, Rules
+from phalanx.scheduling.rules import Rules, kebab
 
 __all__ = ["GroupInfo", "Scheduler", "Stats"]
 
@@ -47,7 +48,8 @@ _UNRESOLVABLE = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
 
 class Scheduler:
     """The engine. ``recorder`` hears every decision (default: an :class:`~phalanx.scheduling.outcome.OutcomeLog`);
-    ``rules`` switches phalanx's beyond-v1.36 rules (all on)."""
+    ``rules`` switches phalanx's beyond-v1.36 rules (default: the configuration's, all on unless a compatibility
+    mode turned them off); the configuration's feature gates switch the workload and DRA features."""
 
     def __init__(
         self,
@@ -55,21 +57,28 @@ class Scheduler:
         scheduler_name: str | None = None,
         seed: int = 0,
         recorder: Recorder | None = None,
-        rules: Rules = RULES,
+        rules: Rules | None = None,
     ) -> None:
         config = config or SchedulerConfig()
         self.only = scheduler_name
         self.recorder: Recorder = recorder if recorder is not None else o.OutcomeLog()
-        self._rules = rules
+        self._rules = rules if rules is not None else config.rules
+        self._gates = config.feature_gates.scheduling()
+        self.feature_gates = config.feature_gates  # the effective gates, for reports
+        self.compat = config.compat if rules is None else None
         profiles = list(config.profiles)
         if scheduler_name and all(p.scheduler_name != scheduler_name for p in profiles):
             profiles.append(default_profile(scheduler_name))
         self.state = ClusterState([])
-        self._claims = ClaimBinding.build(self.state.table, None, self._group_of)
-        self.profiles: dict[str, Profile] = {p.scheduler_name: p.build(self, seed) for p in profiles}
+        self._claims = ClaimBinding.build(self.state.table, None, self._group_of, self._gates.dra)
+        pct = config.percentage_of_nodes_to_score
+        self.profiles: dict[str, Profile] = {p.scheduler_name: p.build(self, seed, self._rules, pct) for p in profiles}
+        for profile in self.profiles.values():
+            profile.tas = profile.tas and self._gates.topology_aware_scheduling
         self.default_profile = self.profiles[profiles[0].scheduler_name]
         self.priorities = PriorityResolver([])
-        self._groups = PodGroups({p.scheduler_name: p.gang for p in profiles}, self.priorities)
+        gang = {p.scheduler_name: p.gang and self._gates.gang_scheduling for p in profiles}
+        self._groups = PodGroups(gang, self.priorities, enabled=self._gates.generic_workload)
         self.pods: dict[str, PodInfo] = {}
         self.bound_elsewhere: set[str] = set()  # pods bound to nodes missing from the snapshot
         self.queue = SchedulingQueue(self._pre_enqueue, EVENT_HINTS, GROUP_SCOPED)
@@ -78,8 +87,13 @@ class Scheduler:
         self._victim_index = VictimIndex()  # placed pods per node in preemption order, kept from the change log
         self._stats = Stats()
         self._gpus: dict[frozenset[str], v.GpuDevices] = {}
+        # pod key -> (rows kube-scheduler could have chosen, beyond-v1.36 rules that chose its row), until it binds
+        self._candidates: dict[str, tuple[tuple[int, ...], tuple[str, ...]]] = {}
 
     def _group_of(self, pi: PodInfo) -> PodGroup | None:
+        """The PodGroup whose claims the pod may share (DRAWorkloadResourceClaims)."""
+        if not self._gates.workload_resource_claims:
+            return None
         group = self._groups.get(pi.group_key)
         return group.pod_group if group is not None else None
 
@@ -96,6 +110,10 @@ class Scheduler:
     @property
     def rules(self) -> Rules:
         return self._rules
+
+    @property
+    def gates(self) -> SchedulingGates:
+        return self._gates
 
     @property
     def stats(self) -> Stats:
@@ -155,7 +173,7 @@ class Scheduler:
             }
             for pg in pod_groups:
                 self._groups.add(pg)
-            self._claims = ClaimBinding.build(self.state.table, resources, self._group_of)
+            self._claims = ClaimBinding.build(self.state.table, resources, self._group_of, self._gates.dra)
             infos = [self._info(p) for p in pods]
             for pi in infos:
                 self._register(pi)
@@ -347,20 +365,30 @@ class Scheduler:
 
     # --- decisions (the cycles call these through the CycleContext) -------------------------------------------------
 
-    def reserve(self, pi: PodInfo, row: int) -> Status:
-        """Assume the pod on ``row`` and reserve its claims there (Reserve); on failure nothing is left assumed."""
+    def reserve(self, pi: PodInfo, row: int, candidates: tuple[int, ...] = (), rules: tuple[str, ...] = ()) -> Status:
+        """Assume the pod on ``row`` and reserve its claims there (Reserve); on failure nothing is left assumed.
+        ``candidates``: the rows kube-scheduler could have chosen instead, ``rules`` the beyond-v1.36 rules that
+        chose the row; both are reported if the pod binds."""
         self.state.assume(pi, row)
         status = self._claims.reserve(pi, row, self.state.table)
         if not status.ok:
             self.state.forget(pi)
+        elif candidates or rules:
+            self._candidates[pi.key] = (candidates, rules)
         return status
 
     def unreserve(self, pi: PodInfo) -> None:
         """Undo ``reserve`` (Unreserve): the node and any allocation made for the pod are released."""
         self._claims.unreserve(pi)
         self.state.forget(pi)
+        self._candidates.pop(pi.key, None)
 
     def bind(self, pi: PodInfo) -> None:
+        candidates, rules = self._candidates.pop(pi.key, ((), ()))
+        if candidates:
+            self.recorder.candidates(pi.key, sorted(self.state.table.names[r] for r in candidates))
+        for rule in rules:
+            self.changed_by(rule, [pi.key])
         self.state.bind(pi)
         self._claims.commit(pi)
         node = self.state.table.names[self.state.placement[pi.key]]
@@ -404,6 +432,14 @@ class Scheduler:
                 target = o.GroupCondition("True", o.REASON_PREEMPTED, ev.message, o.CONDITION_DISRUPTION_TARGET)
                 self.recorder.condition_changed(group, target)
         self.queue.on_event(ClusterEvent.POD_DELETE)
+
+    def changed_by(self, rule: str, keys: Iterable[str]) -> None:
+        """A beyond-v1.36 rule (a ``Rules`` field name) changed the decision for these pods or PodGroups."""
+        self.recorder.changed_by(kebab(rule), sorted(set(keys)))
+
+    def candidates(self, key: str, nodes: Sequence[str]) -> None:
+        """kube-scheduler would pick among ``nodes`` (or placements) at random where this engine picked one."""
+        self.recorder.candidates(key, sorted(nodes))
 
     def set_condition(self, group: GroupInfo, status: str, reason: str, message: str) -> None:
         """Write PodGroupScheduled; a True condition is never regressed. The recorder hears the condition as it

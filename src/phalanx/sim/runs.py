@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +89,9 @@ class SweepPlan:
     failures: NodeFailures | None = None
     pod_failure_probability: float = 0.0
     policies: tuple[str, ...] = ()
+    # The engine's mode for every policy (``--compat``, ``--feature-gates``).
+    compat: str | None = None
+    gates: tuple[tuple[str, bool], ...] = ()
 
 
 def plan(p: SweepPlan, default_policies: Sequence[str]) -> tuple[list[SimulationRun], list[str], list[str]]:
@@ -100,7 +103,9 @@ def plan(p: SweepPlan, default_policies: Sequence[str]) -> tuple[list[Simulation
     if p.window is not None and not p.workloads:
         raise InputError(["--trace-window applies to --workload traces in a public format (philly, helios)"])
     specs = list(p.policies) or list(default_policies)
-    policies = [_policy(spec) for spec in specs]
+    policies = [replace(_policy(spec), compat=p.compat, gates=p.gates) for spec in specs]
+    for policy in policies:
+        policy.config()  # a bad mode is an input error before anything runs
     names = [x.name for x in policies]
     if len(set(names)) != len(names):
         raise InputError([f"two policies are named alike: {', '.join(names)}"])

@@ -27,7 +27,7 @@ from phalanx.api.errors import InputError
 from phalanx.api.models import Node, Pod, PodGroup
 from phalanx.controllers.job import backoff_limit_exceeded
 from phalanx.controllers.resource_claim import generate_claims
-from phalanx.scheduling.config import SchedulerConfig, TopologyArgs, default_profile, load_config
+from phalanx.scheduling.config import SchedulerConfig, TopologyArgs, default_profile, load_config, with_mode
 from phalanx.scheduling.outcome import Eviction
 from phalanx.scheduling.recorder import BaseRecorder, Recorder, Recorders
 from phalanx.scheduling.resource_claims import ResourceObjects
@@ -55,10 +55,13 @@ class Policy:
     description: str
     preemption: bool = False
     scheduler_config: SchedulerConfig | None = None  # a user's KubeSchedulerConfiguration (``--policy NAME=FILE``)
+    # The engine's mode for every policy (``simulate --compat`` / ``--feature-gates``).
+    compat: str | None = None
+    gates: tuple[tuple[str, bool], ...] = ()
 
     def config(self) -> SchedulerConfig:
         if self.scheduler_config is not None:
-            return self.scheduler_config
+            return with_mode(self.scheduler_config, self.compat, dict(self.gates))
         profile = default_profile()
         profile.gang = self.gang
         profile.preemption = self.preemption
@@ -66,7 +69,7 @@ class Policy:
             profile.args["TopologyPlacementGenerator"] = TopologyArgs([BLOCK, RACK, HOSTNAME])
         else:
             profile.placement_generators = []
-        return SchedulerConfig(profiles=[profile])
+        return with_mode(SchedulerConfig(profiles=[profile]), self.compat, dict(self.gates))
 
 
 POLICIES = {

@@ -8,7 +8,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-__all__ = ["render_claims", "render_nodes", "render_table"]
+__all__ = ["render_claims", "render_diff", "render_nodes", "render_table"]
 
 _PHASE_STYLE = {
     "Scheduled": "green",
@@ -86,7 +86,12 @@ def render_table(result: dict[str, Any], console: Console, nodes: list[dict[str,
     for p in result["pods"]:
         style = _PHASE_STYLE.get(p["phase"], "")
         why = p["message"] if p["phase"] not in ("Scheduled", "Running") else ""
-        pods.add_row(p["namespace"], p["name"], f"[{style}]{p['phase']}[/]", p["node"] or "-", why)
+        node = p["node"] or "-"
+        if p.get("candidateNodes"):
+            node += f" (1 of {len(p['candidateNodes'])} candidates)"  # kube-scheduler picks one at random
+        if p.get("rules"):
+            why = f"{why} [rules: {', '.join(p['rules'])}]".strip()
+        pods.add_row(p["namespace"], p["name"], f"[{style}]{p['phase']}[/]", node, why)
     console.print(pods)
     if result["podGroups"]:
         groups = Table(title="PodGroups")
@@ -110,10 +115,30 @@ def render_table(result: dict[str, Any], console: Console, nodes: list[dict[str,
         render_claims(result, console)
     if nodes:
         render_nodes(nodes, console)
+    if "diff" in result:
+        render_diff(result, console)
     phases = Counter(p["phase"] for p in result["pods"])
     stats = result["stats"]
     summary = ", ".join(f"{n} {phase}" for phase, n in sorted(phases.items()))
+    mode = result["mode"]
+    rules = f"compatibility mode {mode['compat']}" if mode["compat"] else "phalanx's rules"
     console.print(
         f"{len(result['pods'])} pods: {summary}. Scheduled {stats['podsScheduled']} pods in "
-        f"{stats['scheduleSeconds']:.3f}s ({stats['podsPerSecond']} pods/s)."
+        f"{stats['scheduleSeconds']:.3f}s ({stats['podsPerSecond']} pods/s), {rules}."
     )
+
+
+def render_diff(result: dict[str, Any], console: Console) -> None:
+    """Where phalanx's rules and kube-scheduler v1.36 disagree, and the rule behind each difference."""
+    from phalanx.snapshot.diff import render_rows
+
+    rows = render_rows(result["diff"])
+    if not rows:
+        console.print("No pod or PodGroup fares differently under kube-scheduler v1.36 (--diff).")
+        return
+    table = Table(title="Differences from kube-scheduler v1.36 (--diff)")
+    for col in ("OBJECT", "PHALANX", "KUBE-SCHEDULER V1.36", "RULES"):
+        table.add_column(col, overflow="fold")
+    for row in rows:
+        table.add_row(*row)
+    console.print(table)

@@ -11,7 +11,7 @@ from phalanx.scheduling.outcome import PHASE_WAITING, OutcomeLog
 from phalanx.scheduling.scheduler import Scheduler
 from phalanx.snapshot.schedule import Timings, peak_rss_bytes
 
-__all__ = ["API_VERSION", "build_result", "node_summary", "resource_claims"]
+__all__ = ["API_VERSION", "build_result", "mode", "node_summary", "resource_claims"]
 
 API_VERSION = "phalanx.dev/v1alpha1"
 
@@ -29,6 +29,7 @@ def build_result(sched: Scheduler, timings: Timings) -> dict[str, Any]:
     return {
         "apiVersion": API_VERSION,
         "kind": "ScheduleResult",
+        "mode": mode(sched),
         "pods": _pods(sched, log),
         "podGroups": _groups(sched, log),
         "resourceClaims": resource_claims(sched),
@@ -62,6 +63,10 @@ def _pods(sched: Scheduler, log: OutcomeLog) -> list[dict[str, Any]]:
         }
         if out is not None and out.nominated_node:
             entry["nominatedNode"] = out.nominated_node
+        if key in log.choices and out is not None and out.phase in ("Scheduled", "Unschedulable"):
+            entry["candidateNodes"] = log.choices[key]
+        if key in log.rules:
+            entry["rules"] = sorted(log.rules[key])
         if pod.status.resource_claim_statuses:
             entry["resourceClaimStatuses"] = [msgspec.to_builtins(st) for st in pod.status.resource_claim_statuses]
         pods.append(entry)
@@ -85,8 +90,18 @@ def _groups(sched: Scheduler, log: OutcomeLog) -> list[dict[str, Any]]:
         target = log.disruption_targets.get(g.key)
         if target is not None:
             entry["disruptionTarget"] = _condition(target)
+        if g.key in log.choices:
+            entry["candidatePlacements"] = log.choices[g.key]
+        if g.key in log.rules:
+            entry["rules"] = sorted(log.rules[g.key])
         groups.append(entry)
     return groups
+
+
+def mode(sched: Scheduler) -> dict[str, Any]:
+    """How the run was made: the compatibility mode (or null: phalanx's own rules), the beyond-v1.36 rules that
+    were on, and the feature gates whose value differs from kube-scheduler v1.36's default."""
+    return {"compat": sched.compat, "rules": sched.rules.names(), "featureGates": sched.feature_gates.changed()}
 
 
 def _stats(sched: Scheduler, timings: Timings) -> dict[str, Any]:

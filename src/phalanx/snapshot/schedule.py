@@ -16,6 +16,7 @@ from phalanx.api.errors import InputError
 from phalanx.api.loader import Inventory, load, problem_at
 from phalanx.api.priority import UnknownPriorityClass
 from phalanx.api.validation import validate
+from phalanx.controllers.job import DEFAULT_OPTIONS, JobControllerOptions
 from phalanx.controllers.run import run_once as run_controllers
 from phalanx.scheduling.config import SchedulerConfig
 from phalanx.scheduling.outcome import OutcomeLog
@@ -64,7 +65,12 @@ def schedule_snapshot(
     engine's recorder is an OutcomeLog (``result.build_result`` reads it)."""
     timings = Timings()
     inv = load_and_validate(paths, stdin, timings)
-    run_controllers(inv)  # Jobs become pods (and gang Workloads/PodGroups), as kube-controller-manager would
+    cfg = config or SchedulerConfig()
+    gates = cfg.feature_gates.scheduling()
+    # Jobs become pods (and gang Workloads/PodGroups), as kube-controller-manager would with the same gates; in a
+    # compatibility mode, as that version's Job controller would.
+    jobs = JobControllerOptions.for_version(cfg.compat) if cfg.compat else DEFAULT_OPTIONS
+    run_controllers(inv, jobs, gates.workload_with_job, gates.workload_resource_claims and gates.generic_workload)
     sched = Scheduler(config, scheduler_name, seed, recorder=OutcomeLog())
     start = time.perf_counter()
     try:

@@ -8,7 +8,9 @@ Algorithm:
      Permit succeeds once bound + placed members reach minCount (basic: once any member is placed); every member
      is still tried, so members beyond minCount are placed too. Success binds every placed member; failure
      forgets every assumption, so a gang holds nothing.
-  4. A group that placed nothing may preempt (``cycle/group_preemption.py``).
+  4. Members left unplaced may preempt (``cycle/group_preemption.py``): the whole group when it placed nothing
+     (v1.36), and, for a group that succeeded with members left over (a basic group that partly fits, a gang
+     beyond minCount), those members, as v1.36's next cycle of them would (it places none, so WAP runs).
 
 A tree of groups (CompositePodGroup) can run steps 2-4 per child with the same context.
 """
@@ -31,6 +33,7 @@ from phalanx.scheduling.cycle.members import (
 )
 from phalanx.scheduling.cycle.placement import placement_algorithm
 from phalanx.scheduling.groups import GroupInfo
+from phalanx.scheduling.profile import Profile
 from phalanx.scheduling.recorder import Rejection
 
 __all__ = ["schedule_pod_group"]
@@ -52,19 +55,41 @@ def schedule_pod_group(ctx: CycleContext, first: PodInfo, group: GroupInfo) -> N
             ctx.reject(pi, Rejection(o.REASON_SCHEDULER_ERROR, message))
         return
     profile = ctx.profile_for(members[0])
-    # Without the GangScheduling plugin nothing enforces minCount: Permit admits every placed pod (basic rules).
-    quorum = group.min_count if ctx.groups.gang_enabled.get(profile.scheduler_name, True) else None
-    cycle = GroupCycle(ctx, group, profile, members, quorum, bound_members(ctx, group))
-    intent = tas.intent_of(group.pod_group, profile)
+    cycle = GroupCycle(ctx, group, profile, members, _quorum(ctx, group, profile), bound_members(ctx, group))
+    wap = ctx.gates.workload_aware_preemption
+    # Without WAP, members preempt pod by pod inside the cycle (not for groups with scheduling constraints when
+    # TopologyAwareWorkloadScheduling is on: v1.36's DefaultPreemption refuses them).
+    cycle.post_filters = profile.preemption and not wap and not _constrained(ctx, group)
+    intent = tas.intent_of(group.pod_group, profile, ctx.rules.topology_annotations)
     if intent is None:
         placed, failures = default_algorithm(cycle, None)
-        if not cycle.reached(len(placed)) and ctx.rules.group_aware_claim_placement:
+        if not cycle.reached(len(placed)) and ctx.rules.group_aware_claim_placement and cycle.error is None:
             placed, failures = group_claim_placements(cycle, placed, failures)
         rejections = submit(cycle, placed, failures)
     else:
         rejections = placement_algorithm(cycle, intent)
-    if profile.preemption and not any(ctx.is_bound(pi.key) for pi in members):
+        if intent.mode != "v136":
+            ctx.changed_by("topology_annotations", cycle.keys())
+    left = [pi for pi in members if not ctx.is_bound(pi.key) and pi.key in rejections]
+    failed = any(r.reason == o.REASON_SCHEDULER_ERROR for r in rejections.values())  # v1.36: no WAP after an error
+    if wap and left and not cycle.preempting and not failed:
         began = time.perf_counter()
-        preempt_group(cycle, intent, rejections)
+        if len(left) == len(members):
+            preempt_group(cycle, intent, rejections)
+        else:
+            # The group succeeded with members left over: WAP for them, as v1.36's next cycle of these members
+            # (which places none of them) runs it.
+            rest = GroupCycle(ctx, group, profile, left, cycle.quorum, bound_members(ctx, group))
+            preempt_group(rest, intent, rejections)
         ctx.stats.preemption_seconds.append(time.perf_counter() - began)
     ctx.stats.cycle_seconds.append(time.perf_counter() - start)
+
+
+def _quorum(ctx: CycleContext, group: GroupInfo, profile: Profile) -> int | None:
+    # Without the GangScheduling plugin nothing enforces minCount: Permit admits every placed pod (basic rules).
+    return group.min_count if ctx.groups.gang_enabled.get(profile.scheduler_name, True) else None
+
+
+def _constrained(ctx: CycleContext, group: GroupInfo) -> bool:
+    spec = group.pod_group.spec
+    return ctx.gates.topology_aware_scheduling and spec is not None and spec.scheduling_constraints is not None

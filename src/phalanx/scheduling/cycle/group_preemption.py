@@ -18,7 +18,6 @@ from phalanx.scheduling.cycle.members import GroupCycle, Rejections, default_alg
 from phalanx.scheduling.cycle.placement import bound_member_rows
 from phalanx.scheduling.plugins.default_preemption import NAME as DEFAULT_PREEMPTION
 from phalanx.scheduling.plugins.node_resources_fit import NodeResourcesFit
-from phalanx.scheduling.preemption.gangs import whole_gangs
 from phalanx.scheduling.preemption.workload import (
     GroupPreemption,
     any_victims,
@@ -30,6 +29,11 @@ from phalanx.scheduling.preemption.workload import (
 __all__ = ["preempt_group"]
 
 _WAITS_FOR_VICTIMS = frozenset({DEFAULT_PREEMPTION})
+# v1.36's workload-aware preemption verdicts, appended to the PodGroupScheduled message when it cannot help.
+_NOT_REGISTERED = "default preemption plugin is not registered, workload aware preemption is disabled"
+_POLICY_NEVER = "not eligible due to preemptionPolicy=Never."
+_NO_VICTIMS = "No preemption victims found for incoming preemptor"
+_CONSTRAINED = "workload aware preemption is not supported for pod groups with scheduling constraints"
 
 
 def preempt_group(c: GroupCycle, intent: tas.Intent | None, rejections: Rejections) -> None:
@@ -38,13 +42,19 @@ def preempt_group(c: GroupCycle, intent: tas.Intent | None, rejections: Rejectio
     evicted only when the group then fits; its members wait with their nominated nodes (``rejections`` are
     theirs from the cycle, kept with DefaultPreemption as what wakes them)."""
     ctx = c.ctx
+    if not c.profile.preemption:
+        return _verdict(c, _NOT_REGISTERED)
+    # v1.36's order (runWorkloadAwarePreemption, then PodGroupPostFilter): the refusal of constrained groups comes
+    # before the preemptor's eligibility and the search for victims.
+    by_domain = intent is not None and ctx.rules.topology_aware_preemption
+    if not by_domain and _topology_constrained(c):
+        return _verdict(c, _CONSTRAINED)
     if group_preemption_policy_never(ctx, c.members):
-        return
+        return _verdict(c, _POLICY_NEVER)
     priority = ctx.groups.priority(c.group.key)
     if not any_victims(ctx, c.group.key, priority):
-        return
+        return _verdict(c, _NO_VICTIMS)
     options: list[BoolArray | None] = [None]
-    by_domain = intent is not None and ctx.rules.topology_aware_preemption
     if intent is not None and by_domain:
         key = intent.levels[0]
         try:
@@ -58,16 +68,42 @@ def preempt_group(c: GroupCycle, intent: tas.Intent | None, rejections: Rejectio
     if best is None or not best.victims:
         # No victims means the simulation fits the group where the cycle just did not: evicting nobody and
         # waiting for a PodDelete would only requeue the group into the same failure.
+        if best is None:
+            _verdict(c, o.MSG_GROUP_UNSCHEDULABLE)  # the group algorithm's status with every victim gone
         return
     names = ctx.state.table.names
     for pi in c.members:
         row = best.nominated.get(pi.key)
         nominated = names[row] if row is not None else None
         ctx.reject(pi, replace(rejections[pi.key], plugins=_WAITS_FOR_VICTIMS), nominated)
-    ctx.set_condition(c.group, "False", o.REASON_UNSCHEDULABLE, o.MSG_WAITING_PREEMPTION)
-    victims = whole_gangs(ctx, [p for u in best.victims for p in u.pods], priority)
+    # v1.36 leaves the cycle's status (pod group is unschedulable) as the condition's message.
+    waiting = o.MSG_WAITING_PREEMPTION if ctx.rules.group_message_counts else o.MSG_GROUP_UNSCHEDULABLE
+    ctx.set_condition(c.group, "False", o.REASON_UNSCHEDULABLE, waiting)
+    victims = [p for u in best.victims for p in u.pods]
     meta = c.group.pod_group.metadata
+    keys = [*c.keys(), *(v.key for v in victims)]
+    for rule in sorted(best.rules):
+        ctx.changed_by(rule, keys)
+    if by_domain:
+        ctx.changed_by("topology_aware_preemption", keys)
     ctx.evict(victims, Preemptor("PodGroup", meta.namespace, meta.name, c.profile.scheduler_name))
+
+
+def _topology_constrained(c: GroupCycle) -> bool:
+    constraints = c.group.pod_group.spec.scheduling_constraints if c.group.pod_group.spec else None
+    return constraints is not None and bool(constraints.topology)
+
+
+def _verdict(c: GroupCycle, reason: str) -> None:
+    """WAP could not help: v1.36 appends its verdict to the cycle's status, so the PodGroupScheduled message
+    ends with it (phalanx's own message already says how far the group was from fitting)."""
+    ctx = c.ctx
+    if ctx.rules.group_message_counts:
+        return
+    cond = ctx.groups.conditions.get(c.group.key)
+    if cond is None or cond.status == "True":
+        return
+    ctx.set_condition(c.group, cond.status, cond.reason, f"{cond.message}, {reason}")
 
 
 def _cheapest(c: GroupCycle, priority: int, options: Sequence[BoolArray | None]) -> GroupPreemption | None:

@@ -25,11 +25,11 @@ from phalanx.scheduling.cycle.members import (
 __all__ = ["bound_member_rows", "placement_algorithm"]
 
 
-def bound_member_rows(c: GroupCycle) -> list[int]:
-    """The node rows of the group's members bound on nodes of the snapshot (they pin its domain)."""
+def bound_member_rows(c: GroupCycle) -> list[tuple[str, int]]:
+    """(pod key, node row) of the group's members bound on nodes of the snapshot (they pin its domain)."""
     ctx = c.ctx
     placement = ctx.state.placement
-    return [placement[k] for k in ctx.groups.members_of(c.group.key) if ctx.is_bound(k) and k in placement]
+    return sorted((k, placement[k]) for k in ctx.groups.members_of(c.group.key) if ctx.is_bound(k) and k in placement)
 
 
 @dataclass
@@ -55,6 +55,8 @@ def placement_algorithm(c: GroupCycle, intent: tas.Intent) -> Rejections:
         candidates = tas.domains(table, key, pinned)
         total_domains += len(candidates)
         evaluations = _evaluate_all(c, key, candidates)
+        if c.error is not None:
+            return submit(c, [], [])
         if not first_message and evaluations:
             first_message = c.unschedulable_message(evaluations[0].count)
         feasible = [e for e in evaluations if c.reached(e.count)]
@@ -62,10 +64,16 @@ def placement_algorithm(c: GroupCycle, intent: tas.Intent) -> Rejections:
             chosen = _choose(c, intent, feasible)
             narrow = intent.mode != "v136" and ctx.rules.best_fit_narrowing
             within = _narrow(c, chosen) if narrow else chosen.domain.mask
-            return submit(c, *default_algorithm(c, within))
+            narrowed = narrow and bool((chosen.domain.mask & ~within).any())
+            result = default_algorithm(c, within)
+            if narrowed:
+                c.fired.add("best_fit_narrowing")
+            return submit(c, *result)
     if intent.mode in ("preferred", "unconstrained"):
         return submit(c, *default_algorithm(c, None))  # no single domain holds the gang: anywhere, as a last resort
-    message = f"0/{total_domains} placements are available, first placement status: {first_message or 'none'}"
+    if not first_message:
+        first_message = o.MSG_GROUP_UNSCHEDULABLE if not ctx.rules.group_message_counts else "none"
+    message = f"0/{total_domains} placements are available, first placement status: {first_message}"
     return fail_all(c, o.REASON_UNSCHEDULABLE, message)
 
 
@@ -84,6 +92,8 @@ def _evaluate_all(c: GroupCycle, key: str, candidates: list[tas.Domain]) -> list
             continue
         placed, _ = default_algorithm(c, dom.mask)
         forget(c, placed)
+        if c.error is not None:
+            return out  # v1.36: a member's error in one placement ends the whole algorithm
         out.append(_Evaluation(dom, len(placed), max(room - len(placed), 0), [pi for pi, _ in placed]))
     return out
 
@@ -97,6 +107,9 @@ def _choose(c: GroupCycle, intent: tas.Intent, feasible: list[_Evaluation]) -> _
             c.profile, c.ctx.state.table, [e.domain for e in feasible], [e.proposed for e in feasible], c.bound
         )
         best = [e for e, sc in zip(feasible, scores, strict=True) if sc == scores.max()]
+        if len(best) > 1 and not c.ctx.rules.seeded_tie_break:
+            # v1.36 breaks a tie between placements with a random number: report the tied domains.
+            c.ctx.candidates(c.group.key, [e.domain.value for e in best])
         return min(best, key=lambda e: tas.tie_break(seed, e.domain))
     # BestFit: the domain the gang fills most tightly, so roomier domains stay free for larger gangs; between
     # equally tight domains, the one whose enclosing domains (rack, then block, ...) are fullest.

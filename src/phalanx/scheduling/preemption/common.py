@@ -11,6 +11,7 @@ from phalanx.scheduling.resource_claims import ClaimBinding
 __all__ = [
     "MSG_NOT_HELPFUL",
     "MSG_NO_VICTIMS",
+    "MSG_PLACEMENT_LIMITATION",
     "MSG_POLICY_NEVER",
     "MSG_WORKLOAD_AWARE",
     "NEVER",
@@ -26,6 +27,8 @@ MSG_NO_VICTIMS = "No preemption victims found for incoming pod"
 MSG_POLICY_NEVER = "not eligible due to preemptionPolicy=Never."
 # Per-pod preemption is off for PodGroup members (GenericWorkload): the group preempts as a whole.
 MSG_WORKLOAD_AWARE = "preemption: not eligible due to workload aware preemption enabled"
+# ... and, with TopologyAwareWorkloadScheduling, for members of a group with scheduling constraints.
+MSG_PLACEMENT_LIMITATION = "preemption: not eligible due to placement-based pod group scheduling limitation"
 PREFIX = "preemption: "
 NEVER = "Never"
 PRIORITY_OFFSET = 1 << 31  # sums of priorities stay non-negative (math.MaxInt32 + 1)

@@ -14,7 +14,12 @@ from phalanx.arrays import IntArray
 from phalanx.cluster.nodes import NodeTable
 from phalanx.cluster.pods import PodInfo
 from phalanx.cluster.state import ClusterState
-from phalanx.scheduling.preemption.candidates import MIN_CANDIDATES_ABSOLUTE, MIN_CANDIDATES_PERCENT, Candidate
+from phalanx.scheduling.preemption.candidates import (
+    MIN_CANDIDATES_ABSOLUTE,
+    MIN_CANDIDATES_PERCENT,
+    Candidate,
+    choosable,
+)
 from phalanx.scheduling.preemption.common import PRIORITY_OFFSET, importance, start_time
 
 __all__ = ["VictimIndex"]
@@ -89,7 +94,12 @@ class VictimIndex:
         return int(self.priority.min()) if self.priority.size else int(_NO_POD)
 
     def best(
-        self, state: ClusterState, pi: PodInfo, potential: IntArray, fit: tuple[IntArray, IntArray]
+        self,
+        state: ClusterState,
+        pi: PodInfo,
+        potential: IntArray,
+        fit: tuple[IntArray, IntArray],
+        report: bool = False,
     ) -> Candidate | None:
         """``select_victims`` on every candidate node at once, then ``rank``: the same choice as the general
         path for the pods ``_fast_path`` admits. Candidates are taken in node order until as many are found as
@@ -111,7 +121,8 @@ class VictimIndex:
             dirty = np.unique(np.asarray(t.changes[entry.pos :], dtype=np.intp))
             entry.update(self, t, pi, fit, dirty)
             entry.pos = len(t.changes)
-        rows = potential[entry.ok[potential]][:wanted]
+        every = potential[entry.ok[potential]]
+        rows = every[:wanted]
         if not len(rows):
             return None
         # rank: lowest highest-victim priority, smallest sum, fewest victims, latest start, first found.
@@ -121,7 +132,14 @@ class VictimIndex:
         first = int(order[0])
         row = int(rows[first])
         pods = [state.pods[self.keys[row][k]] for k in np.flatnonzero(entry.victims[row])]
-        return Candidate(row, pods, 0, first)
+        choices: tuple[int, ...] = ()
+        if report:
+            # Compatibility mode: every candidate kube-scheduler's random window could make the best.
+            keys = [
+                (int(entry.top[r]), int(entry.total[r]), int(entry.count[r]), -float(entry.earliest[r])) for r in every
+            ]
+            choices = tuple(int(every[i]) for i in choosable(keys, wanted))
+        return Candidate(row, pods, 0, first, choices=choices)
 
 
 @dataclass

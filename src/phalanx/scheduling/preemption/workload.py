@@ -5,7 +5,7 @@ or a whole PodGroup-mode group), all removed, then reprieved most important firs
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from phalanx.arrays import BoolArray
@@ -13,7 +13,7 @@ from phalanx.cluster.pods import PodInfo
 from phalanx.scheduling.groups import DISRUPTION_MODE_POD_GROUP
 from phalanx.scheduling.preemption.budgets import Budgets
 from phalanx.scheduling.preemption.common import NEVER, Held, start_time
-from phalanx.scheduling.preemption.gangs import gang_evictable
+from phalanx.scheduling.preemption.units import running_gang_member
 
 if TYPE_CHECKING:
     from phalanx.scheduling.context import CycleContext
@@ -49,20 +49,24 @@ class Unit:
     pods: list[PodInfo]
     priority: int
     group_key: str | None = None  # set for a PodGroup-mode unit
+    in_group: bool = False  # its pods name a PodGroup (v1.36's ``IsPodGroup``), whatever its disruptionMode
+    gang_member: bool = False  # beyond v1.36: a member of a running gang, reprieved before other pods
 
-    def importance(self) -> tuple[int, int, int, float, str]:
-        """Most important first: higher priority, PodGroup units before pods, more pods, earlier start."""
+    def importance(self) -> tuple[int, bool, bool, int, float, str]:
+        """``moreImportantVictim``, most important first: higher priority, units of PodGroups before other pods
+        (then, beyond v1.36, running gangs' members before other group pods), more pods, earlier start."""
         earliest = min(start_time(p) for p in self.pods)
-        return (-self.priority, self.group_key is None, -len(self.pods), earliest, self.pods[0].key)
+        return (-self.priority, not self.in_group, not self.gang_member, -len(self.pods), earliest, self.pods[0].key)
 
 
 def victim_units(ctx: CycleContext, own_group: str, below: int, rows: BoolArray | None = None) -> list[Unit]:
-    """``newDomainForWorkloadPreemption``: placed pods of other groups as victim units of priority < ``below``.
-    ``rows`` restricts units to those with a pod on these nodes (a PodGroup unit still brings all its pods)."""
+    """``newDomainForWorkloadPreemption``: placed pods of other groups as victim units of priority < ``below``: a
+    PodGroup-mode group is one unit with the PodGroup's priority, any other pod (a Pod-mode gang's members too)
+    its own unit with its own priority. ``rows`` restricts units to those with a pod on these nodes (a PodGroup
+    unit still brings all its pods)."""
     units: list[Unit] = []
     grouped: dict[str, list[PodInfo]] = {}
     groups, state = ctx.groups, ctx.state
-    gang_safe = ctx.rules.gang_safe_eviction
     for key, row in state.placement.items():
         if key in state.assumed:
             continue
@@ -70,31 +74,17 @@ def victim_units(ctx: CycleContext, own_group: str, below: int, rows: BoolArray 
         gk = pi.group_key
         if gk == own_group:
             continue
-        if (
-            gk is not None
-            and gk in groups
-            and (
-                groups.disruption_mode(gk) == DISRUPTION_MODE_POD_GROUP
-                or (gang_safe and groups.gang_key(pi) is not None)
-            )
-        ):
+        if gk is not None and gk in groups and groups.disruption_mode(gk) == DISRUPTION_MODE_POD_GROUP:
             grouped.setdefault(gk, []).append(pi)
         elif pi.priority < below and (rows is None or rows[row]):
-            units.append(Unit([pi], pi.priority))
+            units.append(Unit([pi], pi.priority, None, gk is not None, running_gang_member(ctx, pi)))
     for gk, pods in grouped.items():
-        if groups.disruption_mode(gk) == DISRUPTION_MODE_POD_GROUP:
-            priority = groups.priority(gk)
-        else:
-            # Beyond v1.36 (gang-safe): a running gang in Pod mode goes whole or not at all, so a reprieve never
-            # leaves it below minCount; v1.36 would take its members one by one.
-            if not gang_evictable(ctx, pods[0], below):
-                continue
-            priority = max(p.priority for p in pods)
+        priority = groups.priority(gk)
         if priority >= below:
             continue
         if rows is not None and not any(rows[state.placement[p.key]] for p in pods):
             continue
-        units.append(Unit(sorted(pods, key=lambda p: p.key), priority, gk))
+        units.append(Unit(sorted(pods, key=lambda p: p.key), priority, gk, True, running_gang_member(ctx, pods[0])))
     return units
 
 
@@ -103,6 +93,7 @@ class GroupPreemption:
     victims: list[Unit]
     nominated: dict[str, int]  # member key -> node row expected once the victims are gone
     pdb_violations: int = 0
+    rules: set[str] = field(default_factory=set)  # beyond-v1.36 rules that changed the victims
 
     def cost(self) -> tuple[int, int, int, int]:
         """Lower is better: PDB violations, the highest victim priority, units evicted, pods evicted."""
@@ -112,8 +103,9 @@ class GroupPreemption:
 
 def select_group_victims(ctx: CycleContext, units: list[Unit], sim: Simulator) -> GroupPreemption | None:
     """PodGroupEvaluator.Preempt: remove every potential victim; if the group still does not fit, evict nobody.
-    Otherwise put units back, PDB-violating first and most important first, keeping each one the group (with
-    no fewer members placed) still fits beside. The state is left as found."""
+    Otherwise put units back, PDB-violating first and most important first, keeping each one the group still
+    fits beside (beyond v1.36, ``Rules.reprieve_keeps_placed_members``: with no fewer members placed than with
+    every victim gone). The state is left as found."""
     state = ctx.state
     removed: list[tuple[PodInfo, int]] = [(p, state.placement[p.key]) for u in units for p in u.pods]
     held = Held(ctx.state, ctx.claims, ctx.rules.dra_aware_preemption)
@@ -133,24 +125,40 @@ def select_group_victims(ctx: CycleContext, units: list[Unit], sim: Simulator) -
         where = {p.key: row for p, row in removed}
         victims: list[Unit] = []
         violations = 0
+        fired: set[str] = set()
+        keep_placed = ctx.rules.reprieve_keeps_placed_members
         for group, is_violating in ((violating, True), (fine, False)):
             for u in group:
                 rows = [where[p.key] for p in u.pods]
                 for p in u.pods:
                     held.add(p, where[p.key])
                 placed, fits = sim.count(rows)
-                if not fits or placed < most:
+                if not fits or (keep_placed and placed < most):
+                    if fits:
+                        fired.add("reprieve_keeps_placed_members")
                     for p in u.pods:
                         held.remove(p)
                     sim.count(rows)
                     victims.append(u)
                     violations += is_violating
         nominated, _ = sim.placements()
-        return GroupPreemption(victims, nominated, violations)
+        if held.devices and any(ctx.claims.held.get(p.key) for u in victims for p in u.pods):
+            fired.add("dra_aware_preemption")  # victims' devices counted as freed
+        if _gang_order_mattered(units, victims):
+            fired.add("prefer_non_gang_victims")
+        return GroupPreemption(victims, nominated, violations, fired)
     finally:
         for p, row in removed:
             if p.key not in state.placement:
                 held.add(p, row)
+
+
+def _gang_order_mattered(units: Sequence[Unit], victims: Sequence[Unit]) -> bool:
+    """A running gang's member was reprieved while a unit v1.36 ranks alike (same priority, same kind) went:
+    the gang-first tie-break may have chosen between them."""
+    chosen = {id(u) for u in victims}
+    kept = {(u.priority, u.in_group) for u in units if u.gang_member and id(u) not in chosen}
+    return any((v.priority, v.in_group) in kept for v in victims if not v.gang_member)
 
 
 def any_victims(ctx: CycleContext, own_group: str, below: int) -> bool:
