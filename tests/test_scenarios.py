@@ -9,6 +9,8 @@ Scenario file format (one YAML document)::
     config: {<KubeSchedulerConfiguration>} optional
     schedulerName: <name>                  optional, like --scheduler-name
     xfail: <why the engine is wrong>       optional; the test is then xfail(strict=True)
+    rules: [<rule>, ...]                   optional: the beyond-v1.36 rules (kebab-case) ``expect`` depends on
+    expectCompat: {<as expect>}            required with ``rules``: the outcome under ``--compat v1.36``
     expect:                                required, at least one of:
       pods:        {<name or ns/name>: {phase, node, reason, message}}   only the given fields are compared
       podGroups:   {<name or ns/name>: {minCount, scheduledPods, condition}}   condition: null or a sub-dict
@@ -18,14 +20,16 @@ Scenario file format (one YAML document)::
 
 Every scenario runs through ``schedule_snapshot`` + ``build_result`` with several tie-break seeds (an expectation
 must not depend on which of two equal nodes the hash picks); every scenario also runs through the CLI
-(``phalanx schedule -o json``) and must give the same pods and PodGroups.
+(``phalanx schedule -o json``) and must give the same pods and PodGroups. Every scenario also runs with
+``--compat v1.36``: one without ``rules`` pins v1.36 semantics and must meet ``expect`` there too; one with
+``rules`` must meet ``expectCompat``, and, when it names one rule, so must phalanx with that rule alone off.
 """
 
 from __future__ import annotations
 
 import json
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +39,8 @@ import yaml
 from click.testing import CliRunner
 
 from phalanx.cli import cli
-from phalanx.scheduling.config import parse_config
+from phalanx.scheduling.config import SchedulerConfig, parse_config, with_mode
+from phalanx.scheduling.rules import RULES, Rules
 from phalanx.snapshot.result import build_result
 from phalanx.snapshot.schedule import schedule_snapshot
 
@@ -43,12 +48,12 @@ from schedule_cli import RESULT_SCHEMA
 
 SCENARIO_DIR = Path(__file__).parent / "scenarios"
 
-_TOP_KEYS = {"name", "why", "objects", "config", "schedulerName", "xfail", "expect"}
+_TOP_KEYS = {"name", "why", "objects", "config", "schedulerName", "xfail", "rules", "expect", "expectCompat"}
 _REQUIRED = {"name", "why", "objects", "expect"}
 _EXPECT_KEYS = {"pods", "podGroups", "counts", "exactlyOneOf", "nodesUsed", "evictions", "claims"}
 _CLAIM_FIELDS = {"allocated", "devices", "node", "reservedFor", "generatedFrom", "results"}
-_POD_FIELDS = {"phase", "node", "reason", "message", "nominatedNode"}
-_GROUP_FIELDS = {"minCount", "scheduledPods", "condition", "disruptionTarget"}
+_POD_FIELDS = {"phase", "node", "reason", "message", "nominatedNode", "rules", "candidateNodes"}
+_GROUP_FIELDS = {"minCount", "scheduledPods", "condition", "disruptionTarget", "rules", "candidatePlacements"}
 _CONDITION_FIELDS = {"type", "status", "reason", "message"}
 _PHASES = {"Scheduled", "Running", "Unschedulable", "Waiting", "Succeeded", "Failed", "Evicted"}
 
@@ -67,6 +72,8 @@ class Scenario:
     scheduler_name: str | None
     xfail: str | None
     expect: dict[str, Any]
+    rules: tuple[str, ...] = ()
+    expect_compat: dict[str, Any] | None = None
 
 
 def _fail(path: Path, msg: str) -> ScenarioError:
@@ -109,10 +116,32 @@ def load_scenario(path: Path) -> Scenario:
     xfail = raw.get("xfail")
     if xfail is not None and (not isinstance(xfail, str) or not xfail.strip()):
         raise _fail(path, "xfail: must be a non-empty reason")
-    expect = raw["expect"]
-    _check_fields(path, "expect", expect, _EXPECT_KEYS)
+    rules = raw.get("rules") or []
+    unknown_rules = sorted(set(rules) - set(Rules.all_names())) if isinstance(rules, list) else rules
+    if unknown_rules:
+        raise _fail(path, f"rules: unknown rule(s) {unknown_rules}; known: {Rules.all_names()}")
+    if bool(rules) != ("expectCompat" in raw):
+        raise _fail(path, "rules and expectCompat go together: the outcome under --compat v1.36 of what rules change")
+    for key in ("expect", "expectCompat") if "expectCompat" in raw else ("expect",):
+        _check_expect(path, raw[key], key)
+    return Scenario(
+        path,
+        raw["name"],
+        raw["why"],
+        objects,
+        config,
+        raw.get("schedulerName"),
+        xfail,
+        raw["expect"],
+        tuple(rules),
+        raw.get("expectCompat"),
+    )
+
+
+def _check_expect(path: Path, expect: Any, where: str) -> None:
+    _check_fields(path, where, expect, _EXPECT_KEYS)
     if not expect:
-        raise _fail(path, "expect: states nothing")
+        raise _fail(path, f"{where}: states nothing")
     for pod, fields in (expect.get("pods") or {}).items():
         _check_fields(path, f"expect.pods[{pod}]", fields, _POD_FIELDS)
         if "phase" in fields and fields["phase"] not in _PHASES:
@@ -140,18 +169,20 @@ def load_scenario(path: Path) -> Scenario:
         _check_fields(path, "expect.nodesUsed", used, {"pods", "nodes"})
         if not used.get("pods") or not isinstance(used.get("nodes"), list):
             raise _fail(path, "expect.nodesUsed: needs a non-empty list of pods and a list of nodes")
-    return Scenario(path, raw["name"], raw["why"], objects, config, raw.get("schedulerName"), xfail, expect)
 
 
 def _key(name: str) -> str:
     return name if "/" in name else f"default/{name}"
 
 
-def check_result(scenario: Scenario, result: dict[str, Any], run: str = "") -> None:
-    """Compare a ScheduleResult with the scenario's expectations; every mismatch is listed."""
+def check_result(
+    scenario: Scenario, result: dict[str, Any], run: str = "", expect: dict[str, Any] | None = None
+) -> None:
+    """Compare a ScheduleResult with the scenario's expectations (``expect``, or the given ones); every mismatch
+    is listed."""
     pods = {f"{p['namespace']}/{p['name']}": p for p in result["pods"]}
     groups = {f"{g['namespace']}/{g['name']}": g for g in result["podGroups"]}
-    expect = scenario.expect
+    expect = scenario.expect if expect is None else expect
     problems: list[str] = []
     for name, fields in (expect.get("pods") or {}).items():
         actual = pods.get(_key(name))
@@ -266,9 +297,15 @@ def _write_snapshot(scenario: Scenario, tmp_path: Path) -> Path:
     return path
 
 
-def run_engine(scenario: Scenario, tmp_path: Path, seed: int = 0) -> dict[str, Any]:
+def run_engine(
+    scenario: Scenario, tmp_path: Path, seed: int = 0, compat: str | None = None, rules: Rules | None = None
+) -> dict[str, Any]:
+    """The scenario through the engine; ``compat`` as ``--compat``, or ``rules`` to run with some rules off."""
     snapshot = _write_snapshot(scenario, tmp_path)
-    config = parse_config(scenario.config, scenario.path.name) if scenario.config is not None else None
+    config = parse_config(scenario.config, scenario.path.name) if scenario.config is not None else SchedulerConfig()
+    config = with_mode(config, compat)
+    if rules is not None:
+        config = replace(config, rules=rules)
     sched, _, timings = schedule_snapshot([str(snapshot)], config, scenario.scheduler_name, seed=seed)
     result = build_result(sched, timings)
     jsonschema.validate(result, RESULT_SCHEMA)  # every result the scenarios produce obeys the documented schema
@@ -323,6 +360,19 @@ def test_scenario(path: Path, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("path", PARAMS)
+def test_scenario_compat(path: Path, tmp_path: Path) -> None:
+    """``--compat v1.36``: a scenario of v1.36 semantics meets ``expect``, one that depends on phalanx's rules
+    meets ``expectCompat``, and so does phalanx with the scenario's one rule alone turned off."""
+    scenario = load_scenario(path)
+    expect = scenario.expect_compat if scenario.rules else scenario.expect
+    for seed in SEEDS[:2]:
+        check_result(scenario, run_engine(scenario, tmp_path, seed, compat="v1.36"), f"compat, seed {seed}", expect)
+    if len(scenario.rules) == 1:
+        without = replace(RULES, **{scenario.rules[0].replace("-", "_"): False})
+        check_result(scenario, run_engine(scenario, tmp_path, rules=without), f"without {scenario.rules[0]}", expect)
+
+
+@pytest.mark.parametrize("path", PARAMS)
 def test_scenario_through_cli(path: Path, tmp_path: Path) -> None:
     """The CLI gives the same decisions as the engine called directly, and so meets the same expectations."""
     scenario = load_scenario(path)
@@ -369,6 +419,13 @@ def _variant(**changes: Any) -> dict[str, Any]:
         pytest.param(_variant(expect={"exactlyOneOf": [["p"]]}), "at least two", id="one-of-single"),
         pytest.param("- a\n---\n- b\n", "exactly one YAML document", id="two-documents"),
         pytest.param("name: [unclosed\n", "not valid YAML", id="bad-yaml"),
+        pytest.param(_variant(rules=["no-such-rule"]), "unknown rule(s) ['no-such-rule']", id="unknown-rule"),
+        pytest.param(_variant(rules=["largest-first-retry"]), "rules and expectCompat go together", id="no-compat"),
+        pytest.param(
+            _variant(rules=["largest-first-retry"], expectCompat={"pods": {"p": {"phse": 1}}}),
+            "unknown field(s) ['phse']",
+            id="typo-in-compat",
+        ),
     ],
 )
 def test_malformed_scenario_fails_loudly(tmp_path: Path, doc: Any, error: str) -> None:

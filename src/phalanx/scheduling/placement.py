@@ -66,6 +66,9 @@ _PER_NODE_FILTERS = {
 }
 
 
+_UNDETERMINED = "cannot determine domain for already scheduled pods"
+
+
 class PlacementError(Exception):
     """The group's bound members contradict its topology (``more than 1 domain found for pod group``)."""
 
@@ -114,18 +117,22 @@ def intent_of(pg: PodGroup, profile: Profile, annotations: bool = True) -> Inten
     return None
 
 
-def pinned_domain(nodes: NodeTable, key: str, bound_rows: Sequence[int]) -> str | None:
-    """The domain the group's bound members already occupy (None when none is bound)."""
+def pinned_domain(nodes: NodeTable, key: str, bound: Sequence[tuple[str, int]]) -> str | None:
+    """The domain the group's bound members (pod key, node row) already occupy (None when none is bound).
+    Raises PlacementError with TopologyPlacementGenerator's message when they contradict the topology."""
     col = nodes.label(key)
-    values = set()
-    for row in bound_rows:
+    values: list[str] = []
+    for pod, row in sorted(bound):
         code = int(col.codes[row])
         if code < 0:
-            raise PlacementError(f'node "{nodes.names[row]}" of a scheduled pod of the pod group has no label "{key}"')
-        values.add(col.values[code])
+            raise PlacementError(f"{_UNDETERMINED}: no topology domain found for pod {pod}")
+        if col.values[code] not in values:
+            values.append(col.values[code])
     if len(values) > 1:
-        raise PlacementError("more than 1 domain found for pod group")
-    return values.pop() if values else None
+        # kube-scheduler names the first two domains it meets (in an order of its own); phalanx sorts them.
+        first, second = sorted(values)[:2]
+        raise PlacementError(f"{_UNDETERMINED}: more than 1 domain found for pod group: {first}, {second}")
+    return values[0] if values else None
 
 
 def domains(nodes: NodeTable, key: str, pinned: str | None = None) -> list[Domain]:

@@ -71,7 +71,8 @@ def schedule_pod_group(ctx: CycleContext, first: PodInfo, group: GroupInfo) -> N
         if intent.mode != "v136":
             ctx.changed_by("topology_annotations", cycle.keys())
     left = [pi for pi in members if not ctx.is_bound(pi.key) and pi.key in rejections]
-    if wap and left and not cycle.preempting:
+    failed = any(r.reason == o.REASON_SCHEDULER_ERROR for r in rejections.values())  # v1.36: no WAP after an error
+    if wap and left and not cycle.preempting and not failed:
         began = time.perf_counter()
         if len(left) == len(members):
             preempt_group(cycle, intent, rejections)

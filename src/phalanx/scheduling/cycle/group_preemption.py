@@ -44,15 +44,17 @@ def preempt_group(c: GroupCycle, intent: tas.Intent | None, rejections: Rejectio
     ctx = c.ctx
     if not c.profile.preemption:
         return _verdict(c, _NOT_REGISTERED)
+    # v1.36's order (runWorkloadAwarePreemption, then PodGroupPostFilter): the refusal of constrained groups comes
+    # before the preemptor's eligibility and the search for victims.
+    by_domain = intent is not None and ctx.rules.topology_aware_preemption
+    if not by_domain and _topology_constrained(c):
+        return _verdict(c, _CONSTRAINED)
     if group_preemption_policy_never(ctx, c.members):
         return _verdict(c, _POLICY_NEVER)
     priority = ctx.groups.priority(c.group.key)
     if not any_victims(ctx, c.group.key, priority):
         return _verdict(c, _NO_VICTIMS)
     options: list[BoolArray | None] = [None]
-    by_domain = intent is not None and ctx.rules.topology_aware_preemption
-    if not by_domain and _topology_constrained(c):
-        return _verdict(c, _CONSTRAINED)  # v1.36 refuses WAP for groups with a topology constraint
     if intent is not None and by_domain:
         key = intent.levels[0]
         try:

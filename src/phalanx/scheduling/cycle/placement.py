@@ -25,11 +25,11 @@ from phalanx.scheduling.cycle.members import (
 __all__ = ["bound_member_rows", "placement_algorithm"]
 
 
-def bound_member_rows(c: GroupCycle) -> list[int]:
-    """The node rows of the group's members bound on nodes of the snapshot (they pin its domain)."""
+def bound_member_rows(c: GroupCycle) -> list[tuple[str, int]]:
+    """(pod key, node row) of the group's members bound on nodes of the snapshot (they pin its domain)."""
     ctx = c.ctx
     placement = ctx.state.placement
-    return [placement[k] for k in ctx.groups.members_of(c.group.key) if ctx.is_bound(k) and k in placement]
+    return sorted((k, placement[k]) for k in ctx.groups.members_of(c.group.key) if ctx.is_bound(k) and k in placement)
 
 
 @dataclass

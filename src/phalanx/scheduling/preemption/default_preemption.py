@@ -222,7 +222,9 @@ def select_victims(
                 fired.add("prefer_non_gang_victims")
         victims: list[PodInfo] = []
         for u in chosen:
-            victims += placed_members(ctx, u.group_key) if u.group_key is not None else u.pods
+            victims += u.pods
+            if u.group_key is not None:  # its pods elsewhere go too (those on ``row`` are removed just now)
+                victims += placed_members(ctx, u.group_key)
             if u.group_key is not None:
                 fired.add("disruption_mode_in_pod_preemption")
         victims = sorted({v.key: v for v in victims}.values(), key=importance)
