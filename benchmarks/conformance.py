@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
+import tempfile
 import time
 from collections import Counter
 from pathlib import Path
@@ -93,7 +95,9 @@ def main() -> int:
     flags = "--compat v1.36 --feature-gates ..." if COMPAT else "(no --compat flag yet)"
     print(f"phalanx side: phalanx schedule {flags}")
     print(f"{len(snaps)} snapshots (random corpus seed {args.seed}, {args.start}..{args.start + args.count - 1})")
-    cp = control_plane()
+    # Its own folder (not phalanx-k8s-*, which other runs' clean-ups sweep), removed at the end.
+    workdir = Path(tempfile.mkdtemp(prefix="phalanx-conformance-"))
+    cp = control_plane(workdir)
     started = time.monotonic()
     cp.start()
     print(f"control plane up in {time.monotonic() - started:.1f} s", flush=True)
@@ -111,6 +115,8 @@ def main() -> int:
                 doc = {"apiVersion": "v1", "kind": "List", "items": r.objects}
                 (args.save / f"{snap.name}.json").write_text(json.dumps(doc, indent=1))
                 (args.save / f"{snap.name}.kube.log").write_text(r.kube.log if r.kube else "")
+                outcomes = {"kube": _outcome(r), "diffs": r.diffs, "tieDependent": r.tie_dependent}
+                (args.save / f"{snap.name}.outcome.json").write_text(json.dumps(outcomes, indent=1))
             if args.repeat and (disagrees or args.only):
                 seen = Counter([_outcome(r)] + [_outcome(harness.run(snap)) for _ in range(args.repeat - 1)])
                 print(f"  kube-scheduler, {args.repeat} runs: {len(seen)} distinct outcome(s)", flush=True)
@@ -119,6 +125,7 @@ def main() -> int:
     finally:
         harness.close()
         cp.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
     elapsed = time.monotonic() - run_started
     ran = [r for r in results if not r.skipped]
     print()

@@ -12,7 +12,8 @@ until nothing changes (kube_side.py) and compares:
 
 Two kinds of disagreement are marked, not hidden (docs/conformance.md says why each is kube-scheduler's randomness):
   tie-dependent   phalanx's outcome (scheduled set, victims) changes with the tie-break seed and kube-scheduler's
-                  is one of phalanx's: both broke a tie between equally scored nodes, each its own way;
+                  is one of phalanx's, or kube-scheduler put a pod on another of the equally best nodes phalanx
+                  reported for it (candidateNodes): both broke a tie, each its own way, and what follows differs;
   member-order    the outcomes are the same once identical members of one PodGroup (same spec and labels) are
                   taken as interchangeable: kube-scheduler orders a group's members at random.
 """
@@ -149,7 +150,11 @@ def compare(snap: Snapshot, kube: KubeOutcome, ph: PhalanxOutcome, classes: dict
         f"{g}: kube {kube.conditions.get(g)}, phalanx {ph.conditions.get(g)}" for g in groups if g not in same
     ]
     outcome = (frozenset(kube.placed), frozenset(kube.evicted))
-    c.tie_dependent = len(ph.variants) > 1 and outcome in ph.variants
+    # kube-scheduler broke a tie phalanx reported (candidateNodes) the other way: what follows may differ.
+    other_tie = any(
+        kube.placed.get(k) in nodes and kube.placed.get(k) != ph.placed[k] for k, nodes in ph.candidates.items()
+    )
+    c.tie_dependent = (len(ph.variants) > 1 and outcome in ph.variants) or other_tie
     if classes and (c.diffs["scheduled"] or c.diffs["node"]) and not c.diffs["victims"] and not c.diffs["podgroup"]:
         # Interchangeable members swapped: as many of each class scheduled, and where a node differs, the same
         # multiset of (class, node).
@@ -159,9 +164,9 @@ def compare(snap: Snapshot, kube: KubeOutcome, ph: PhalanxOutcome, classes: dict
     return c
 
 
-def control_plane() -> ControlPlane:
+def control_plane(workdir: Path | None = None) -> ControlPlane:
     """A v1.36.3 control plane (etcd, kube-apiserver, kube-controller-manager) as the harness needs it."""
-    return ControlPlane("1.36.3", apiserver_args=APISERVER_ARGS)
+    return ControlPlane("1.36.3", workdir=workdir, apiserver_args=APISERVER_ARGS)
 
 
 class Harness:

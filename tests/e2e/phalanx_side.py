@@ -50,6 +50,8 @@ class PhalanxOutcome:
     conditions: dict[str, tuple[str, str] | None] = field(default_factory=dict)
     messages: dict[str, str] = field(default_factory=dict)
     unique: set[str] = field(default_factory=set)  # placed pods whose node no tie decided
+    # placed pods whose node was a tie: the equally best nodes (--compat v1.36 reports them as candidateNodes)
+    candidates: dict[str, list[str]] = field(default_factory=dict)
     # (scheduled set, victims) for each seed: more than one means the outcome itself depends on tie-breaks
     variants: list[tuple[frozenset[str], frozenset[str]]] = field(default_factory=list)
     error: str = ""
@@ -108,7 +110,11 @@ def run_phalanx(
     out.seconds = float(first.get("stats", {}).get("scheduleSeconds", 0.0))
     results = [first, *others]
     nodes = [_outcome(r, set(pending)).placed for r in results]
-    out.unique = {k for k, node in out.placed.items() if best.get(k, 1) == 1 and all(n.get(k) == node for n in nodes)}
+    out.unique = {
+        k
+        for k, node in out.placed.items()
+        if best.get(k, 1) == 1 and k not in out.candidates and all(n.get(k) == node for n in nodes)
+    }
     out.variants = sorted({_signature(_outcome(r, set(pending))) for r in results}, key=str)
     return out
 
@@ -125,6 +131,8 @@ def _outcome(result: dict[str, Any], pending: set[str]) -> PhalanxOutcome:
             continue
         if pod["phase"] == "Scheduled":
             out.placed[key] = pod["node"]
+            if len(pod.get("candidateNodes") or []) > 1:
+                out.candidates[key] = list(pod["candidateNodes"])
         else:
             if pod.get("nominatedNode"):
                 out.nominated[key] = pod["nominatedNode"]

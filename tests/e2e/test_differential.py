@@ -42,14 +42,14 @@ KNOWN: dict[str, dict[str, str]] = {}
 
 
 @pytest.fixture(scope="module")
-def harness() -> Iterator[Harness]:
+def harness(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Harness]:
     try:
         find_assets("1.36.3")
     except AssetsError as exc:
         if os.environ.get("CI"):
             pytest.fail(f"the differential tier cannot run: {exc}")
         pytest.skip(f"no Kubernetes v1.36.3 control plane: {exc}")
-    cp = control_plane()
+    cp = control_plane(tmp_path_factory.mktemp("differential-cp"))  # not phalanx-k8s-*: others sweep those
     cp.start()
     h = Harness(cp)
     try:
@@ -189,3 +189,14 @@ def test_swapped_identical_members_are_marked_member_order() -> None:
     objs[2]["spec"] = {**member, "priorityClassName": "high"}  # m-2 is not interchangeable with m-1 any more
     c = compare(Snapshot("s", "scenario", objs), kube, ph, member_classes(objs))
     assert not c.member_order
+
+
+def test_a_tie_kube_broke_the_other_way_marks_tie_dependent() -> None:
+    kube, ph = _outcomes()
+    ph.placed = {"d/a": "n2", "d/b": "n1"}  # a tied between n1 and n2; b then had one best node, the other one
+    ph.candidates = {"d/a": ["n1", "n2"]}
+    ph.unique = {"d/b"}
+    c = compare(Snapshot("s", "random", []), kube, ph)
+    assert not c.agrees("node") and c.tie_dependent
+    ph.candidates = {}
+    assert not compare(Snapshot("s", "random", []), kube, ph).tie_dependent
