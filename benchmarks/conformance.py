@@ -58,6 +58,7 @@ def _print_diffs(r: Comparison) -> None:
                 ("not settled", not r.settled),
                 ("tie-dependent", r.tie_dependent),
                 ("member-order", r.member_order),
+                ("preemption-race", r.preemption_race),
             )
             if on
         ]
@@ -115,7 +116,8 @@ def main() -> int:
                 doc = {"apiVersion": "v1", "kind": "List", "items": r.objects}
                 (args.save / f"{snap.name}.json").write_text(json.dumps(doc, indent=1))
                 (args.save / f"{snap.name}.kube.log").write_text(r.kube.log if r.kube else "")
-                outcomes = {"kube": _outcome(r), "diffs": r.diffs, "tieDependent": r.tie_dependent}
+                marks = {"tieDependent": r.tie_dependent, "memberOrder": r.member_order, "race": r.preemption_race}
+                outcomes = {"kube": _outcome(r), "diffs": r.diffs, **marks}
                 (args.save / f"{snap.name}.outcome.json").write_text(json.dumps(outcomes, indent=1))
             if args.repeat and (disagrees or args.only):
                 seen = Counter([_outcome(r)] + [_outcome(harness.run(snap)) for _ in range(args.repeat - 1)])

@@ -15,7 +15,10 @@ Two kinds of disagreement are marked, not hidden (docs/conformance.md says why e
                   is one of phalanx's, or kube-scheduler put a pod on another of the equally best nodes phalanx
                   reported for it (candidateNodes): both broke a tie, each its own way, and what follows differs;
   member-order    the outcomes are the same once identical members of one PodGroup (same spec and labels) are
-                  taken as interchangeable: kube-scheduler orders a group's members at random.
+                  taken as interchangeable: kube-scheduler orders a group's members at random;
+  preemption-race kube-scheduler's workload-aware preemption lost the room it made: it preempted for the same
+                  PodGroup more than once, or the group ended unscheduled after preempting (other pods took the
+                  room while the preemption ran; it nominates nothing for a group).
 """
 
 from __future__ import annotations
@@ -94,6 +97,7 @@ class Comparison:
     diffs: dict[str, list[str]] = field(default_factory=dict)  # category -> one line per disagreement
     tie_dependent: bool = False
     member_order: bool = False
+    preemption_race: bool = False
     settled: bool = True
     seconds: dict[str, float] = field(default_factory=dict)
     kube: KubeOutcome | None = None
@@ -155,6 +159,9 @@ def compare(snap: Snapshot, kube: KubeOutcome, ph: PhalanxOutcome, classes: dict
         kube.placed.get(k) in nodes and kube.placed.get(k) != ph.placed[k] for k, nodes in ph.candidates.items()
     )
     c.tie_dependent = (len(ph.variants) > 1 and outcome in ph.variants) or other_tie
+    if c.diffs["scheduled"] or c.diffs["victims"]:
+        lost = [g for g in kube.group_preemptions if (kube.conditions.get(g) or ("",))[0] != "True"]
+        c.preemption_race = any(n > 1 for n in kube.group_preemptions.values()) or bool(lost)
     if classes and (c.diffs["scheduled"] or c.diffs["node"]) and not c.diffs["victims"] and not c.diffs["podgroup"]:
         # Interchangeable members swapped: as many of each class scheduled, and where a node differs, the same
         # multiset of (class, node).
@@ -213,9 +220,10 @@ def _namespaces_of(objects: Iterable[dict[str, Any]]) -> set[str]:
 
 def table(results: Sequence[Comparison]) -> str:
     """The agreement table: per source and category, snapshots that agree (of those compared) and items; of the
-    snapshots that disagree, how many are tie-dependent and how many only swap interchangeable members."""
+    snapshots that disagree, how many are tie-dependent, how many only swap interchangeable members and how many
+    follow a workload-aware preemption kube-scheduler lost (each counted once, in that order)."""
     head = f"{'source':10} {'category':10} {'snapshots agree':>16} {'items agree':>14}"
-    lines = [f"{head} {'tie-dependent':>14} {'member-order':>13}"]
+    lines = [f"{head} {'tie-dependent':>14} {'member-order':>13} {'preempt-race':>13}"]
     for source in ("scenario", "random"):
         ran = [r for r in results if r.source == source and not r.skipped]
         if not ran:
@@ -225,8 +233,11 @@ def table(results: Sequence[Comparison]) -> str:
             items = sum(r.agree[cat][0] for r in ran), sum(r.agree[cat][1] for r in ran)
             ties = sum(1 for r in ran if not r.agrees(cat) and r.tie_dependent)
             order = sum(1 for r in ran if not r.agrees(cat) and r.member_order and not r.tie_dependent)
+            race = sum(
+                1 for r in ran if not r.agrees(cat) and r.preemption_race and not r.tie_dependent and not r.member_order
+            )
             row = f"{source:10} {cat:10} {f'{ok}/{len(ran)}':>16} {f'{items[0]}/{items[1]}':>14}"
-            lines.append(f"{row} {ties:>14} {order:>13}")
+            lines.append(f"{row} {ties:>14} {order:>13} {race:>13}")
         skipped = sum(1 for r in results if r.source == source and r.skipped)
         lines.append(f"{source:10} {'(skipped)':10} {skipped:>16}")
     return "\n".join(lines)

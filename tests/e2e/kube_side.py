@@ -14,6 +14,7 @@ stand-in finishes every deletion the scheduler asks for (a preemption victim) an
 from __future__ import annotations
 
 import copy
+import re
 import ssl
 import threading
 import time
@@ -27,7 +28,7 @@ from snapshot_load import Loaded
 
 from phalanx.testenv import ControlPlane, RequestError
 
-__all__ = ["KubeOutcome", "kube_config", "run_kube"]
+__all__ = ["KubeOutcome", "group_preemptions", "kube_config", "run_kube"]
 
 SCHEDULER_ARGS = (
     "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
@@ -49,6 +50,8 @@ class KubeOutcome:
     settled: bool = True
     seconds: float = 0.0
     log: str = ""
+    # PodGroup (namespace/name) -> how many workload-aware preemptions kube-scheduler started for it
+    group_preemptions: dict[str, int] = field(default_factory=dict)
 
 
 def kube_config(
@@ -117,6 +120,17 @@ class _Kubelet:
         self.api.close()
         if self.error is not None:
             raise self.error
+
+
+_WAP = re.compile(r'"Start the preemption asynchronously" preemptor="([^"]+)" node="cluster"')
+
+
+def group_preemptions(log: str) -> dict[str, int]:
+    """Workload-aware preemptions in a kube-scheduler log (--v=2): a PodGroup preempts for the "cluster" domain."""
+    out: dict[str, int] = {}
+    for m in _WAP.finditer(log):
+        out[m.group(1)] = out.get(m.group(1), 0) + 1
+    return out
 
 
 def _metrics(port: int) -> dict[str, float]:
@@ -205,6 +219,7 @@ def run_kube(
     with log.open(errors="replace") as f:
         f.seek(offset)
         out.log = f.read()
+    out.group_preemptions = group_preemptions(out.log)
     return out
 
 
