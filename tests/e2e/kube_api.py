@@ -49,12 +49,18 @@ class Api:
         self.cp = cp
         self._ctx = cp._ssl()  # loaded once, not per request
         self._local = threading.local()
+        self._all: list[http.client.HTTPSConnection] = []  # every thread's, so close() closes them all
+        self._lock = threading.Lock()
+        self._generation = 0  # bumped by close(): a thread's connection from before it is not reused
 
     def _conn(self) -> http.client.HTTPSConnection:
         conn: http.client.HTTPSConnection | None = getattr(self._local, "conn", None)
-        if conn is None:
+        if conn is None or getattr(self._local, "generation", -1) != self._generation:
             conn = http.client.HTTPSConnection("127.0.0.1", self.cp.port, context=self._ctx, timeout=60)
             self._local.conn = conn
+            self._local.generation = self._generation
+            with self._lock:
+                self._all.append(conn)
         return conn
 
     def request(self, method: str, path: str, body: Any = None, content_type: str = "application/json") -> Any:
@@ -97,7 +103,10 @@ class Api:
                 raise
 
     def close(self) -> None:
-        conn = getattr(self._local, "conn", None)
-        if conn is not None:
+        """Close every connection, whichever thread opened it (a thread's next request opens a new one)."""
+        with self._lock:
+            conns, self._all = self._all, []
+            self._generation += 1
+        for conn in conns:
             conn.close()
-            self._local.conn = None
+        self._local.conn = None
