@@ -40,7 +40,23 @@ RANDOM = int(os.environ.get("PHALANX_DIFFCONF_RANDOM", "11"))
 BALANCED = "phalanx bug: BalancedAllocation scores the balance after placement (scoring-v136-balanced-allocation-*)"
 KUBE_MEMBER_ORDER = "kube-scheduler orders a PodGroup's members at random (docs/conformance.md#member-order)"
 KUBE_PREEMPTION_RACE = "kube-scheduler lost the room its workload-aware preemption made (docs/conformance.md)"
-KNOWN: dict[str, dict[str, str]] = {}
+QUORUM = "phalanx bug: v1.36 places the member that completes minCount first (gang-v136-quorum-member-goes-first)"
+UNPLACED = "phalanx bug: unplaced members preempt before the pods queued behind them (wap-v136-unplaced-members-*)"
+CONDITION_RACE = "kube-scheduler can regress PodGroupScheduled to False from a stale cache (docs/conformance.md)"
+DRA_GROUP_CLAIM = "kube-scheduler places a PodGroup claim's gang at random: 4 outcomes in 6 runs (docs/conformance.md)"
+KNOWN: dict[str, dict[str, str]] = {
+    "dra-podgroup-claim-where-gang-fits": {c: DRA_GROUP_CLAIM for c in ("scheduled", "node", "podgroup")},
+    # read back, big is the older member, so small completes the quorum and goes first: the gang fails (4 runs of 6)
+    "gang-heterogeneous-largest-first": {"scheduled": QUORUM, "podgroup": QUORUM},
+    "gang-members-sorted-by-priority": {"podgroup": CONDITION_RACE},
+    "gang-v136-quorum-member-goes-first": {"node": QUORUM},
+    "scoring-balanced-allocation-breaks-tie": {"node": BALANCED},  # a tie in v1.36; kube takes the first node
+    "scoring-v136-balanced-allocation-scores-the-change": {"node": BALANCED},
+    "wap-v136-unplaced-members-wait-their-turn": {"scheduled": UNPLACED, "node": UNPLACED},
+    "random-1-0002-nodeaffinity+spread+topology": {"scheduled": KUBE_MEMBER_ORDER},  # 2 outcomes in 5 runs
+    "random-1-0003-spread": {"node": BALANCED},
+    "random-1-0006-spread+gang+topology": {"node": QUORUM},  # gang-12-1 first, 5 runs of 5
+}
 
 
 @pytest.fixture(scope="module")
