@@ -309,6 +309,11 @@ def run_engine(
     sched, _, timings = schedule_snapshot([str(snapshot)], config, scenario.scheduler_name, seed=seed)
     result = build_result(sched, timings)
     jsonschema.validate(result, RESULT_SCHEMA)  # every result the scenarios produce obeys the documented schema
+    if compat is not None:
+        # Nothing beyond v1.36 may act in compatibility mode: no rule on, none named on any pod or PodGroup.
+        assert result["mode"]["rules"] == [] and result["mode"]["compat"] == "v1.36"
+        leaked = [o["name"] for o in (*result["pods"], *result["podGroups"]) if o.get("rules")]
+        assert not leaked, f"rules acted in --compat v1.36 on {leaked}"
     return result
 
 

@@ -193,6 +193,25 @@ def test_cluster_without_the_workload_api_still_schedules_pods(
     assert inst.server.controller.ready()
 
 
+def test_generic_workload_off_schedules_members_pod_by_pod_and_watches_no_pod_groups(
+    apiserver: APIServer, start: Callable[..., Instance]
+) -> None:
+    """--feature-gates GenericWorkload=false: like kube-scheduler without the gate, serve neither watches PodGroups
+    nor waits for a gang: the two members that fit bind, the third does not, and no condition is written."""
+    from phalanx.scheduling.config import SchedulerConfig, default_profile, with_mode
+
+    st = apiserver.store
+    st.create("nodes", node("n0", cpu="4"))
+    st.create("podgroups", pod_group("g", 3))
+    for i in range(3):
+        st.create("pods", pod(f"p{i}", "g", cpu="2"))
+    config = with_mode(SchedulerConfig([default_profile("phalanx")]), None, {"GenericWorkload": False})
+    inst = start(config=config)
+    assert "podgroups" not in inst.server.controller.resources and "workloads" not in inst.server.controller.resources
+    assert st.wait_for(lambda: len(st.bindings) == 2)
+    assert condition(st, "g") is None
+
+
 def _preemption_setup(st: Store) -> None:
     st.create("nodes", node("n0", cpu="2"))
     st.create("priorityclasses", {"metadata": {"name": "high"}, "value": 1000})

@@ -16,8 +16,9 @@ from phalanx.cli import cli
 from phalanx.scheduling.scheduler import Scheduler
 from phalanx.sim.faults import NodeEvent, NodeFailures
 from phalanx.sim.metrics import summary
-from phalanx.sim.report import render_html
-from phalanx.sim.scenario import load_cluster
+from phalanx.sim.report import render_report
+from phalanx.sim.runs import RunKey, SimulationRun
+from phalanx.sim.scenario import Faults, Scenario, load_cluster
 from phalanx.sim.simulator import POLICIES, SimulationResult, simulate
 from phalanx.sim.workload import ClusterSpec, JobRecord, Pool, generate_jobs, load_workload, nodes_of
 
@@ -89,7 +90,11 @@ def test_identical_runs_give_identical_reports_with_faults() -> None:
     a = simulate(nodes_of(SMALL), jobs, POLICIES["gang-tas"], None, FAULTS, failures, seed=3)
     b = simulate(nodes_of(SMALL), jobs, POLICIES["gang-tas"], None, FAULTS, failures, seed=3)
     assert a.node_log == b.node_log and summary(a) == summary(b)
-    assert render_html([a], [summary(a)], "t") == render_html([b], [summary(b)], "t")
+    scenario = Scenario("t", nodes_of(SMALL), jobs, Faults(FAULTS, failures, 3))
+    task = SimulationRun(RunKey("t", 3, "gang-tas"), scenario, POLICIES["gang-tas"])
+    first, again = task.run(lambda _: None), task.run(lambda _: None)
+    assert first.summary == summary(a) and first.timelines == again.timelines
+    assert render_report([first]) == render_report([again])
     c = simulate(nodes_of(SMALL), jobs, POLICIES["gang-tas"], None, FAULTS, failures, seed=4)
     assert c.node_log != a.node_log  # the seed drives the generated failures
 
@@ -163,8 +168,10 @@ def test_trace_and_cluster_inputs(tmp_path: Path) -> None:
     bad.write_text("jobs: []\nnodeEvents:\n- {time: 1, node: a, action: explode}\n- {time: 1, action: fail}\n")
     with pytest.raises(InputError) as err:
         load_workload(str(bad))
-    assert "nodeEvents[0]: action: Unsupported value" in str(err.value)
-    assert "nodeEvents[1]: exactly one of node and pool" in str(err.value)
+    assert err.value.lines == [
+        f'{bad}:3: nodeEvents[0].action: Unsupported value: "explode": supported values: "fail", "drain", "recover"',
+        f'{bad}:4: nodeEvents[1]: Invalid value: "": must specify one of: `node`, `pool`',
+    ]
     with pytest.raises(InputError, match='node "nope" is not in the cluster'):
         simulate(_two_nodes(), [], POLICIES["gang"], node_events=[NodeEvent(1.0, "fail", "nope")])
 
@@ -179,4 +186,4 @@ def test_cli_generator_options(tmp_path: Path) -> None:
     page = (tmp_path / "r.html").read_text()
     assert "node failures / drains" in page and "nodeFailure: restarts (GPU-h lost)" in page
     bad = CliRunner().invoke(cli, [*args, "--node-mtbf-hours", "0"])
-    assert bad.exit_code == 2 and "must be positive" in bad.output
+    assert bad.exit_code == 2 and "Invalid value for '--node-mtbf-hours': '0' is not > 0" in bad.output

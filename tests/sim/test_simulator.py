@@ -11,7 +11,9 @@ from click.testing import CliRunner
 
 from phalanx.cli import cli
 from phalanx.sim.metrics import summary
-from phalanx.sim.report import render_html
+from phalanx.sim.report import render_report
+from phalanx.sim.runs import RunKey, SimulationRun
+from phalanx.sim.scenario import Scenario
 from phalanx.sim.simulator import POLICIES, simulate
 from phalanx.sim.workload import ClusterSpec, JobRecord, Pool, generate_jobs, load_trace, nodes_of
 
@@ -34,10 +36,11 @@ def test_invariants(policy: str) -> None:
 
 def test_identical_runs_give_identical_reports() -> None:
     jobs = generate_jobs("philly", 80, seed=5, mean_gap=20)
-    a = simulate(nodes_of(SMALL), jobs, POLICIES["gang-tas"])
-    b = simulate(nodes_of(SMALL), jobs, POLICIES["gang-tas"])
-    assert summary(a) == summary(b)
-    assert render_html([a], [summary(a)], "t") == render_html([b], [summary(b)], "t")
+    task = SimulationRun(RunKey("t", 5, "gang-tas"), Scenario("t", nodes_of(SMALL), jobs), POLICIES["gang-tas"])
+    a, b = task.run(lambda _: None), task.run(lambda _: None)
+    assert a.summary == b.summary == summary(simulate(nodes_of(SMALL), jobs, POLICIES["gang-tas"]))
+    assert a.timelines == b.timelines
+    assert render_report([a]) == render_report([b])
 
 
 def two_big_gangs() -> list[JobRecord]:
@@ -78,7 +81,7 @@ def test_bad_trace_is_an_input_error(tmp_path: Path) -> None:
     bad.write_text("name,submit,duration,pods,colour\na,0,1,1,red\n")
     result = CliRunner().invoke(cli, ["simulate", "--workload", str(bad), "--report", str(tmp_path / "r.html")])
     assert result.exit_code == 2
-    assert "row 1: unknown column(s) ['colour']" in result.stderr
+    assert result.stderr == f'{bad}:1: unknown column "colour"\n'
 
 
 def test_cli_writes_report_metrics_and_timeseries(tmp_path: Path) -> None:
@@ -108,10 +111,14 @@ def test_cli_writes_report_metrics_and_timeseries(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout)
     assert [p["policy"] for p in out["policies"]] == ["gang"] and out["policies"][0]["completed"] == 2
+    assert (out["policies"][0]["trace"], out["policies"][0]["seed"], out["failedRuns"]) == ("jobs.yaml", 1, [])
     assert json.loads(metrics.read_text()) == out
-    assert series.read_text().splitlines()[0].startswith("policy,time,allocated_gpus")
+    assert series.read_text().splitlines()[0] == (
+        "policy,time,allocated_gpus,running_jobs,queued_jobs,held_gpus,fragmented_gpus,trace,seed"
+    )
     page = report.read_text()
-    assert page.startswith("<!DOCTYPE html>") and "<script" not in page and "http" not in page.split("</style>")[1]
+    assert page.startswith("<!DOCTYPE html>") and '<script type="application/json" id="report-data">' in page
+    assert "<script src" not in page and "<link" not in page  # everything inline: nothing to fetch
 
 
 def test_preempted_jobs_start_over_and_finish() -> None:

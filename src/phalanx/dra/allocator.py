@@ -59,7 +59,7 @@ class Allocator:
         self.classes = classes
         self.features = features
         self._prune = prune
-        self._selectors = Selectors(compile)
+        self._selectors = Selectors(compile, features)
         self.stats = AllocatorStats()
         self._outcomes = OutcomeCache()
         # Pools that were invalid on the node of the last allocate() that found no solution: kube-scheduler then

@@ -7,11 +7,13 @@ remembered too and becomes fatal only when the search actually reaches that devi
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from phalanx.api import cel
+from phalanx.dra.features import DEFAULT_FEATURES, Features
 from phalanx.dra.inventory import DeviceInfo
 from phalanx.dra.projection import Path, device_paths, projection
 
@@ -35,8 +37,13 @@ class SelectorError:
 class Selectors:
     """Compiled selectors and cached verdicts for one inventory."""
 
-    def __init__(self, compile_fn: CompileFn | None) -> None:
-        self._compile: CompileFn = compile_fn or cel.compile_selector
+    def __init__(self, compile_fn: CompileFn | None, features: Features = DEFAULT_FEATURES) -> None:
+        # The DRA CEL environment depends on two gates: DRAConsumableCapacity (device.allowMultipleAllocations)
+        # and DRAListTypeAttributes (with it off, a list attribute is an unsupported value and includes() fails
+        # to compile), as in kube-scheduler.
+        self._list_attributes = features.list_type_attributes
+        cel_features = cel.Features(features.consumable_capacity, features.list_type_attributes)
+        self._compile: CompileFn = compile_fn or functools.partial(cel.compile_selector, features=cel_features)
         self._compiled: dict[str, Selector | tuple[str, str]] = {}
         self._paths: dict[str, frozenset[Path] | None] = {}
         self._keys: dict[tuple[str, int], Hashable] = {}
@@ -110,5 +117,6 @@ class Selectors:
         view = self._views.get(info.signature)
         if view is None:
             device, multi = info.device, info.allow_multiple  # false when DRAConsumableCapacity is off
-            view = self._views[info.signature] = cel.device_view(info.driver, device.attributes, device.capacity, multi)
+            view = cel.device_view(info.driver, device.attributes, device.capacity, multi, self._list_attributes)
+            self._views[info.signature] = view
         return view

@@ -67,7 +67,11 @@ class Server:
         self.binder = self._binder(opts, api is None)
         config = opts.config or SchedulerConfig([default_profile("phalanx")])
         names = frozenset(p.scheduler_name for p in config.profiles)
-        self.controller = Controller(self.api, self.binder, self.metrics, config, names)
+        # Without GenericWorkload the engine ignores PodGroups and Workloads, and, like kube-scheduler, serve does not
+        # watch them.
+        workload = config.feature_gates.enabled("GenericWorkload")
+        watched = tuple(r for r in RESOURCES if workload or r not in ("podgroups", "workloads"))
+        self.controller = Controller(self.api, self.binder, self.metrics, config, names, watched)
         self.stop = self.controller.stop
         self.elector = LeaderElector(
             self.api,

@@ -8,9 +8,10 @@ from dataclasses import dataclass, field
 
 from phalanx.scheduling.reasons import FailureReason
 
-__all__ = ["NO_NODE_AVAILABLE", "Diagnosis"]
+__all__ = ["FILTER_ERROR_PLUGIN", "NO_NODE_AVAILABLE", "Diagnosis"]
 
 NO_NODE_AVAILABLE = "0/{} nodes are available"
+FILTER_ERROR_PLUGIN = "DynamicResources"  # the one Filter plugin with error reasons (Reason.error)
 
 
 @dataclass
@@ -24,6 +25,14 @@ class Diagnosis:
     unresolvable_nodes: int = 0
     pre_filter_message: str = ""
     post_filter_message: str = ""
+
+    def filter_error(self) -> str | None:
+        """The Filter error kube-scheduler would have aborted the attempt with (``running "PLUGIN" filter plugin:
+        ...``), when a node was rejected by one (a fatal DRA allocator error); None otherwise."""
+        for reason in sorted(self.reasons, key=lambda r: r.message):
+            if getattr(reason, "error", False):
+                return f'running "{FILTER_ERROR_PLUGIN}" filter plugin: {reason.message}'
+        return None
 
     def message(self) -> str:
         """``FitError.Error()``: ``0/N nodes are available: 3 Insufficient cpu, 2 node(s) ... .``"""

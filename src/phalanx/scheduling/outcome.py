@@ -9,6 +9,8 @@ from typing import Any
 __all__ = [
     "CONDITION_DISRUPTION_TARGET",
     "CONDITION_POD_GROUP_SCHEDULED",
+    "MSG_WAIT_GANG_SCHEDULED",
+    "MSG_WAIT_MIN_COUNT",
     "PHASE_EVICTED",
     "PHASE_RUNNING",
     "PHASE_SCHEDULED",
@@ -45,6 +47,7 @@ MSG_WAIT_GROUP = 'waiting for pod\'s pod group "{}" to appear in scheduling queu
 MSG_WAIT_MIN_COUNT = "waiting for minCount pods from a gang to appear in scheduling queue"
 MSG_WAIT_GANG_SCHEDULED = "waiting for minCount pods from a gang to be scheduled"
 MSG_GROUP_UNSCHEDULABLE = "pod group is unschedulable"
+MSG_OTHER_POD_FAILED = "failed to schedule other pod from a pod group"  # a member's error fails the group (v1.36)
 MSG_WAITING_PREEMPTION = "pod group is waiting for preemption to complete"
 CONDITION_DISRUPTION_TARGET = "DisruptionTarget"
 MSG_MIXED_SCHEDULER = 'all pods in a single pod group should have the same .spec.schedulerName set, got: "{}" and "{}"'

@@ -34,6 +34,9 @@ class Reason:
 
     message: str
     unresolvable: bool = False  # UNSCHEDULABLE_AND_UNRESOLVABLE: evicting pods would not help
+    # kube-scheduler's Filter returns Error here (a fatal DRA allocator error): the attempt aborts there; phalanx
+    # reports it per node unless Rules.allocator_error_per_node is off.
+    error: bool = False
 
     def __str__(self) -> str:
         return self.message

@@ -60,6 +60,11 @@ class Rules:
     # The PodGroupScheduled=False message says how far the gang was from fitting; off, v1.36's message, with
     # workload-aware preemption's verdict appended (scheduling/cycle).
     group_message_counts: bool = True
+    # A fatal DRA allocator error (a CEL runtime error, a missing DeviceClass, ...) makes the pod Unschedulable with
+    # the error as every node's reason; off, as v1.36's Filter Error: the attempt aborts with reason
+    # SchedulerError (``running "DynamicResources" filter plugin: ...``) and no PostFilter, and a PodGroup cycle
+    # stops at that member and fails with SchedulerError (scheduling/cycle/pod.py, cycle/members.py).
+    allocator_error_per_node: bool = True
     # ``serve`` removes preemption victims through the Eviction API (PodDisruptionBudgets enforced by the API
     # server); off, it deletes them as kube-scheduler does (kube/serve.py).
     victims_by_eviction: bool = True

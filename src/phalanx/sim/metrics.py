@@ -1,17 +1,33 @@
 """What a simulation run measured: per-job times, GPU allocation over time, stuck and partial gangs, and what
-node failures, drains, pod failures and preemption cost (restarts, failed jobs, lost GPU-hours by cause)."""
+node failures, drains, pod failures and preemption cost (restarts, failed jobs, lost GPU-hours by cause). Also the
+headline metrics a sweep compares over seeds (mean and sample SD), and the terminal tables, which fit 100
+columns: the detail is in the report and in ``-o json``."""
 
 from __future__ import annotations
 
 import csv
 import io
+import statistics
+import textwrap
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from phalanx.sim.simulator import CAUSES, SimulationResult
 
-__all__ = ["COMPARISON_HEADER", "comparison_rows", "summary", "timeseries_csv"]
+__all__ = [
+    "COMPARISON_HEADER",
+    "HEADLINES",
+    "Headline",
+    "aggregate",
+    "aggregate_tables",
+    "comparison_rows",
+    "comparison_tables",
+    "summary",
+    "timeseries_csv",
+]
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -72,16 +88,80 @@ def summary(r: SimulationResult) -> dict[str, Any]:
     }
 
 
-def timeseries_csv(results: list[SimulationResult]) -> str:
+def timeseries_csv(results: Sequence[tuple[str, int, SimulationResult]]) -> str:
+    """The samples of every run as CSV rows; ``results`` are (trace, seed, result)."""
     out = io.StringIO()
     w = csv.writer(out)
-    w.writerow(["policy", "time", "allocated_gpus", "running_jobs", "queued_jobs", "held_gpus", "fragmented_gpus"])
-    for r in results:
+    w.writerow(
+        [
+            "policy",
+            "time",
+            "allocated_gpus",
+            "running_jobs",
+            "queued_jobs",
+            "held_gpus",
+            "fragmented_gpus",
+            "trace",
+            "seed",
+        ]
+    )
+    for trace, seed, r in results:
         for s in r.samples:
             w.writerow(
-                [r.policy, s.time, s.allocated_gpus, s.running_jobs, s.queued_jobs, s.held_gpus, s.fragmented_gpus]
+                [
+                    r.policy,
+                    s.time,
+                    s.allocated_gpus,
+                    s.running_jobs,
+                    s.queued_jobs,
+                    s.held_gpus,
+                    s.fragmented_gpus,
+                    trace,
+                    seed,
+                ]
             )
     return out.getvalue()
+
+
+@dataclass(frozen=True)
+class Headline:
+    """A metric sweeps compare: where it is in a summary, how to show it (``value / scale`` in ``unit``) and
+    which way is better."""
+
+    key: str  # dotted path into summary(): "queueSeconds.mean"
+    label: str
+    unit: str
+    scale: float = 1.0
+    better: str = "lower"
+
+    def value(self, summary: dict[str, Any]) -> float:
+        node: Any = summary
+        for part in self.key.split("."):
+            node = node[part]
+        return float(node) / self.scale
+
+
+HEADLINES = (
+    Headline("completed", "Jobs completed", "jobs", better="higher"),
+    Headline("queueSeconds.mean", "Queueing delay, mean", "min", 60.0),
+    Headline("queueSeconds.p99", "Queueing delay, p99", "min", 60.0),
+    Headline("jctSeconds.mean", "Job completion time, mean", "h", 3600.0),
+    Headline("makespanSeconds", "Makespan", "h", 3600.0),
+    Headline("gpuAllocationPercent", "GPU allocation", "%", better="higher"),
+    Headline("heldByPartialGangsGpuHours", "GPUs held by partial gangs", "GPU-h"),
+    Headline("restarts", "Restarts", "restarts"),
+)
+
+
+def aggregate(summaries: Sequence[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Headline key -> {mean, sd} over the summaries of one policy on one trace (one per seed); sd is the sample
+    SD (0 for one seed). Values in the summary's own units."""
+    out: dict[str, dict[str, float]] = {}
+    for h in HEADLINES:
+        values = [h.value(s) * h.scale for s in summaries]
+        sd = statistics.stdev(values) if len(values) > 1 else 0.0
+        out[h.key] = {"mean": round(statistics.fmean(values), 3), "sd": round(sd, 3)}
+    return out
 
 
 COMPARISON_HEADER = (
@@ -102,7 +182,7 @@ COMPARISON_HEADER = (
 
 
 def comparison_rows(summaries: list[dict[str, Any]]) -> list[tuple[str, ...]]:
-    """One row of text per policy under COMPARISON_HEADER: the table the terminal and the report both show."""
+    """One row of text per policy under COMPARISON_HEADER: the report's table (the terminal's, split in two)."""
     rows: list[tuple[str, ...]] = []
     for r in summaries:
         q, j = r["queueSeconds"], r["jctSeconds"]
@@ -124,3 +204,85 @@ def comparison_rows(summaries: list[dict[str, Any]]) -> list[tuple[str, ...]]:
             )
         )
     return rows
+
+
+_WIDTH = 100  # the terminal tables fit this many columns
+# The terminal's comparison: three narrow tables instead of the report's wide one, each under 100 columns with
+# the policy names whole (header words no wider than the cells under them).
+_Cell = Callable[[dict[str, Any]], str]
+_TERMINAL: tuple[tuple[str, tuple[tuple[str, _Cell], ...]], ...] = (
+    (
+        "jobs",
+        (
+            ("done", lambda r: f"{r['completed']}/{r['jobs']}"),
+            ("never started", lambda r: str(r["neverStarted"])),
+            ("failed", lambda r: str(r["failedJobs"])),
+            ("restarts", lambda r: str(r["restarts"])),
+            ("GPU-h lost", lambda r: f"{r['lostGpuHours']:.1f}"),
+        ),
+    ),
+    (
+        "waiting and completion",
+        (
+            ("queue mean (min)", lambda r: f"{r['queueSeconds']['mean'] / 60:.1f}"),
+            ("queue p99 (min)", lambda r: f"{r['queueSeconds']['p99'] / 60:.1f}"),
+            ("high-prio queue (min)", lambda r: f"{r['queueSecondsTopPriority']['mean'] / 60:.1f}"),
+            ("JCT mean (h)", lambda r: f"{r['jctSeconds']['mean'] / 3600:.2f}"),
+            ("JCT p99 (h)", lambda r: f"{r['jctSeconds']['p99'] / 3600:.2f}"),
+            ("makespan (h)", lambda r: f"{r['makespanSeconds'] / 3600:.1f}"),
+        ),
+    ),
+    (
+        "GPUs",
+        (
+            ("allocated", lambda r: f"{r['gpuAllocationPercent']:.1f} %"),
+            ("held by partial gangs (GPU-h)", lambda r: f"{r['heldByPartialGangsGpuHours']:.1f}"),
+            ("fragmented (mean)", lambda r: f"{r['fragmentedGpusMean']:.2f}"),
+            ("node failures / drains", lambda r: f"{r['nodeFailures']} / {r['nodeDrains']}"),
+        ),
+    ),
+)
+
+
+def comparison_tables(summaries: list[dict[str, Any]]) -> list[tuple[str, tuple[str, ...], list[tuple[str, ...]]]]:
+    """The comparison for the terminal as (title, header, rows) tables: jobs, waiting and completion, GPUs."""
+    tables = []
+    for title, cells in _TERMINAL:
+        rows = [(str(r["policy"]), *(f(r) for _, f in cells)) for r in summaries]
+        tables.append((title, fit_header(("policy", *(h for h, _ in cells)), rows), rows))
+    return tables
+
+
+def fit_header(header: Sequence[str], rows: Sequence[Sequence[str]], width: int = _WIDTH) -> tuple[str, ...]:
+    """Header cells wrapped onto lines, as wide as the table can afford within ``width`` terminal columns (rich
+    draws a border and a space either side of every cell) but never narrower than the column's cells or its
+    longest word: a table of short numbers fits a narrow terminal without wrapping a value."""
+    floor = [max([len(r[k]) for r in rows] + [len(w) for w in text.split()] + [1]) for k, text in enumerate(header)]
+    borders = 3 * len(header) + 1
+    widths = floor
+    for line in range(max(len(t) for t in header), 0, -1):
+        widths = [max(f, min(line, len(t))) for f, t in zip(floor, header, strict=True)]
+        if sum(widths) + borders <= width:
+            break
+    return tuple("\n".join(textwrap.wrap(t, w, break_long_words=False)) for t, w in zip(header, widths, strict=True))
+
+
+def aggregate_tables(
+    rows: Sequence[tuple[str, dict[str, dict[str, float]]]],
+) -> list[tuple[str, tuple[str, ...], list[tuple[str, ...]]]]:
+    """The headline metrics over seeds as two (title, header, rows) tables, cells ``mean ±sd`` in display units;
+    ``rows`` are (policy, aggregate())."""
+    half = (len(HEADLINES) + 1) // 2
+    tables = []
+    for title, part in (("jobs and time", HEADLINES[:half]), ("GPUs and disruptions", HEADLINES[half:])):
+        header = ("policy", *(f"{h.label} ({h.unit})" for h in part))
+        body = []
+        for policy, agg in rows:
+            cells = [policy]
+            for h in part:
+                m, sd = agg[h.key]["mean"] / h.scale, agg[h.key]["sd"] / h.scale
+                digits = 0 if h.unit in ("jobs", "restarts") else 1
+                cells.append(f"{m:.{digits}f} ±{sd:.{digits}f}")
+            body.append(tuple(cells))
+        tables.append((f"{title} (mean ±SD over seeds)", fit_header(header, body), body))
+    return tables

@@ -1,158 +1,152 @@
-"""The HTML report: one self-contained file (inline SVG and CSS, no scripts, nothing fetched at view time) with
-the comparison table and the charts: GPU allocation over time, queue length, job completion time CDF and a heat
-map of rack allocation over time."""
+"""The HTML report: one self-contained file that opens offline. The comparison tables are plain HTML; the charts
+are drawn by plotly.js, inlined from the plotly package (axes with ticks and units, legends, hover values, zoom),
+from the run's data embedded as JSON (``report_data``): small multiples of the headline metrics, GPUs, waiting
+jobs and partial gangs over time, completion-time and queueing-delay CDFs, a per-job timeline (Gantt) with the
+scheduler's reasons for each wait, waiting time by reason, and rack allocation heat maps."""
 
 from __future__ import annotations
 
 import html
+import importlib
+import json
 from collections.abc import Sequence
+from functools import cache
+from importlib import resources
 from typing import Any
 
-import numpy as np
+from phalanx.sim.metrics import COMPARISON_HEADER, aggregate, aggregate_tables, comparison_rows
+from phalanx.sim.report_data import payload
+from phalanx.sim.runs import RunOutput, sweep_title
 
-from phalanx.sim.metrics import COMPARISON_HEADER, comparison_rows
-from phalanx.sim.simulator import SimulationResult
-
-__all__ = ["render_html"]
-
-_COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"]
-_W, _H, _PAD = 720, 260, 48
-_MAX_POINTS = 600
+__all__ = ["render_report"]
 
 
-def render_html(results: Sequence[SimulationResult], summaries: Sequence[dict[str, Any]], title: str) -> str:
-    parts = [
-        f"<h1>{html.escape(title)}</h1>",
-        _table(summaries),
-        _causes(summaries),
-        _chart(
-            "GPUs allocated over time",
-            "hours",
-            "GPUs",
-            [(r.policy, _series(r, lambda s: s.allocated_gpus)) for r in results],
-        ),
-        _chart(
-            "Jobs waiting over time",
-            "hours",
-            "jobs",
-            [(r.policy, _series(r, lambda s: s.queued_jobs)) for r in results],
-        ),
-        _chart("Job completion time (CDF)", "hours", "fraction of jobs", [(r.policy, _cdf(r)) for r in results]),
-        *[_heatmap(r) for r in results if r.racks],
-    ]
-    return _PAGE.format(title=html.escape(title), body="\n".join(parts))
+def render_report(outputs: Sequence[RunOutput], title: str | None = None) -> str:
+    """The page for the runs of one sweep (at least one run)."""
+    heading = title or sweep_title(outputs)
+    data = json.dumps(payload(outputs), separators=(",", ":"), ensure_ascii=False).replace("<", "\\u003c")
+    return _PAGE.format(
+        title=html.escape(heading),
+        meta=html.escape(_meta(outputs)),
+        tables="\n".join(_trace_tables(outputs)),
+        css=_asset("report.css"),
+        plotly=_plotly_js(),
+        data=data,
+        script=_asset("report.js"),
+        version=html.escape(_plotly_version()),
+    )
 
 
-def _table(summaries: Sequence[dict[str, Any]]) -> str:
-    body = []
-    for row in comparison_rows(list(summaries)):
-        body.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>")
-    header = "".join(f"<th>{html.escape(h)}</th>" for h in COMPARISON_HEADER)
-    return f'<table id="summary"><thead><tr>{header}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+def _meta(outputs: Sequence[RunOutput]) -> str:
+    traces = list(dict.fromkeys(o.key.trace for o in outputs))
+    seeds = sorted({o.key.seed for o in outputs})
+    policies = list(dict.fromkeys(o.key.policy for o in outputs))
+    seed_text = f"seed {seeds[0]}" if len(seeds) == 1 else f"seeds {seeds[0]}..{seeds[-1]} ({len(seeds)})"
+    return f"{len(outputs)} run(s): {', '.join(traces)}; {seed_text}; policies {', '.join(policies)}"
 
 
-def _causes(summaries: Sequence[dict[str, Any]]) -> str:
+def _trace_tables(outputs: Sequence[RunOutput]) -> list[str]:
+    """Per trace: the comparison of its first seed, the headline metrics over seeds, and restart causes."""
+    parts: list[str] = []
+    traces: dict[str, list[RunOutput]] = {}
+    for o in outputs:
+        traces.setdefault(o.key.trace, []).append(o)
+    for k, (name, runs) in enumerate(traces.items()):
+        seed = runs[0].key.seed
+        first = [o.summary for o in runs if o.key.seed == seed]
+        parts.append(f"<h3>{html.escape(name)}: {html.escape(runs[0].title)}</h3>")
+        rows = comparison_rows(first)
+        parts.append(_table("summary" if k == 0 else f"summary-{k}", COMPARISON_HEADER, rows, f"seed {seed}"))
+        seeds = {o.key.seed for o in runs}
+        if len(seeds) > 1:
+            by_policy: dict[str, list[dict[str, Any]]] = {}
+            for o in runs:
+                by_policy.setdefault(o.key.policy, []).append(o.summary)
+            for title, header, body in aggregate_tables([(p, aggregate(s)) for p, s in by_policy.items()]):
+                parts.append(_table(f"aggregate-{k}", header, body, f"{title} ({len(seeds)} seeds)"))
+        parts.append(_causes(first, k))
+    return parts
+
+
+def _table(table_id: str, header: Sequence[str], rows: Sequence[Sequence[str]], caption: str) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows)
+    return (
+        f'<table id="{table_id}" class="compare"><caption>{html.escape(caption)}</caption>'
+        f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    )
+
+
+def _causes(summaries: Sequence[dict[str, Any]], k: int) -> str:
     """Restarts and GPU-hours lost by cause, per policy: shown only when something was cut short."""
     if not any(r["restarts"] or r["failedJobs"] for r in summaries):
         return ""
     causes = list(summaries[0]["restartsByCause"])
-    header = "".join(f"<th>{html.escape(c)}: restarts (GPU-h lost)</th>" for c in causes)
-    body = []
-    for r in summaries:
-        cells = [r["policy"]] + [f"{r['restartsByCause'][c]} ({r['lostGpuHoursByCause'][c]})" for c in causes]
-        body.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
-    return f'<table id="causes"><thead><tr><th>policy</th>{header}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+    header = ["policy", *(f"{c}: restarts (GPU-h lost)" for c in causes)]
+    rows = [
+        [str(r["policy"]), *(f"{r['restartsByCause'][c]} ({r['lostGpuHoursByCause'][c]})" for c in causes)]
+        for r in summaries
+    ]
+    return _table("causes" if k == 0 else f"causes-{k}", header, rows, "restarts and lost GPU-hours by cause")
 
 
-def _series(r: SimulationResult, value: Any) -> tuple[np.ndarray, np.ndarray]:
-    t = np.array([s.time for s in r.samples], dtype=float) / 3600
-    v = np.array([value(s) for s in r.samples], dtype=float)
-    if len(t) > _MAX_POINTS:
-        idx = np.linspace(0, len(t) - 1, _MAX_POINTS).astype(int)
-        t, v = t[idx], v[idx]
-    return t, v
+@cache
+def _asset(name: str) -> str:
+    return resources.files("phalanx.sim").joinpath("report_assets", name).read_text(encoding="utf-8")
 
 
-def _cdf(r: SimulationResult) -> tuple[np.ndarray, np.ndarray]:
-    jct = np.sort([x.end - x.job.submit for x in r.runs if x.end is not None]) / 3600
-    if len(jct) == 0:
-        return np.zeros(0), np.zeros(0)
-    frac = np.arange(1, len(jct) + 1) / len(r.runs)
-    if len(jct) > _MAX_POINTS:
-        idx = np.linspace(0, len(jct) - 1, _MAX_POINTS).astype(int)
-        jct, frac = jct[idx], frac[idx]
-    return jct, frac
+@cache
+def _plotly_js() -> str:
+    """plotly.js as the plotly package ships it (minified), to inline: the report fetches nothing."""
+    offline = importlib.import_module("plotly.offline")  # untyped package: the one call is checked by the tests
+    return str(offline.get_plotlyjs())
 
 
-def _chart(title: str, xlabel: str, ylabel: str, lines: list[tuple[str, tuple[np.ndarray, np.ndarray]]]) -> str:
-    xs = np.concatenate([x for _, (x, _) in lines if len(x)] or [np.zeros(1)])
-    ys = np.concatenate([y for _, (_, y) in lines if len(y)] or [np.zeros(1)])
-    x0, x1 = float(xs.min()), float(xs.max()) or 1.0
-    y1 = float(ys.max()) or 1.0
-
-    def px(x: float, y: float) -> str:
-        sx = _PAD + (x - x0) / ((x1 - x0) or 1) * (_W - 2 * _PAD)
-        sy = _H - _PAD - y / y1 * (_H - 2 * _PAD)
-        return f"{sx:.1f},{sy:.1f}"
-
-    paths, legend = [], []
-    for i, (name, (x, y)) in enumerate(lines):
-        color = _COLORS[i % len(_COLORS)]
-        points = " ".join(px(a, b) for a, b in zip(x.tolist(), y.tolist(), strict=True))
-        paths.append(
-            f'<polyline class="series" data-policy="{html.escape(name)}" data-points="{len(x)}" '
-            f'fill="none" stroke="{color}" stroke-width="1.6" points="{points}"/>'
-        )
-        legend.append(f'<tspan fill="{color}">■ {html.escape(name)}</tspan> ')
-    axes = (
-        f'<line x1="{_PAD}" y1="{_H - _PAD}" x2="{_W - _PAD}" y2="{_H - _PAD}" stroke="#444"/>'
-        f'<line x1="{_PAD}" y1="{_PAD}" x2="{_PAD}" y2="{_H - _PAD}" stroke="#444"/>'
-        f'<text x="{_W / 2}" y="{_H - 12}" text-anchor="middle">{xlabel} ({x0:.1f} to {x1:.1f})</text>'
-        f'<text x="12" y="{_PAD - 12}">{ylabel} (max {y1:g})</text>'
-        f'<text x="{_W - _PAD}" y="{_PAD - 12}" text-anchor="end">{"".join(legend)}</text>'
-    )
-    return (
-        f'<figure><figcaption>{html.escape(title)}</figcaption><svg class="chart" viewBox="0 0 {_W} {_H}" '
-        f'width="{_W}" height="{_H}">{axes}{"".join(paths)}</svg></figure>'
-    )
-
-
-def _heatmap(r: SimulationResult) -> str:
-    samples = r.samples
-    if not samples:
-        return ""
-    cols = min(len(samples), 200)
-    idx = np.linspace(0, len(samples) - 1, cols).astype(int)
-    racks = len(r.racks)
-    cw, ch = max(1.0, (_W - 2 * _PAD) / cols), max(4.0, min(14.0, 300 / max(racks, 1)))
-    cells = []
-    for c, i in enumerate(idx.tolist()):
-        for k, v in enumerate(samples[i].rack_allocation):
-            shade = int(255 - 200 * v)
-            cells.append(
-                f'<rect x="{_PAD + c * cw:.1f}" y="{20 + k * ch:.1f}" width="{cw:.1f}" height="{ch:.1f}" '
-                f'fill="rgb({shade},{shade},255)"/>'
-            )
-    height = 40 + racks * ch
-    return (
-        f"<figure><figcaption>Rack GPU allocation over time: {html.escape(r.policy)} (darker = fuller; one row "
-        f'per rack)</figcaption><svg class="heatmap" viewBox="0 0 {_W} {height:.0f}" width="{_W}" '
-        f'height="{height:.0f}">{"".join(cells)}</svg></figure>'
-    )
+def _plotly_version() -> str:
+    return str(importlib.import_module("plotly").__version__)
 
 
 _PAGE = """<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{title}</title>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{title}</title>
 <style>
-body {{ font-family: system-ui, sans-serif; margin: 2em; color: #222; }}
-table {{ border-collapse: collapse; margin-bottom: 2em; }}
-th, td {{ border: 1px solid #ccc; padding: 4px 8px; text-align: right; }}
-th:first-child, td:first-child {{ text-align: left; }}
-figure {{ margin: 1.5em 0; }} figcaption {{ font-weight: 600; margin-bottom: .4em; }}
-svg text {{ font-size: 11px; fill: #333; }}
-</style></head>
+{css}</style></head>
 <body>
-{body}
-<p>Generated by phalanx simulate. Self-contained: no scripts, nothing loaded from the network.</p>
+<header><h1>{title}</h1><p class="meta">{meta}</p>
+<nav><a href="#comparison">Policies compared</a> <a href="#time">Over time</a> <a href="#jobs">Jobs and why they
+waited</a> <a href="#rack-section">Racks</a></nav></header>
+<noscript><p class="warn">The charts need JavaScript (inlined in this file; nothing is fetched). The tables below
+do not.</p></noscript>
+<section id="comparison"><h2>Policies compared</h2>
+{tables}
+<div id="chart-multiples" class="chart"></div>
+</section>
+<section id="time"><h2>Over time</h2>
+<p class="controls"><label>Trace <select id="trace"></select></label> <span id="trace-title"></span></p>
+<div id="chart-gpus" class="chart"></div>
+<div id="chart-queue" class="chart"></div>
+<div id="chart-held" class="chart"></div>
+<div class="pair"><div id="chart-queue-cdf" class="chart"></div><div id="chart-jct" class="chart"></div></div>
+</section>
+<section id="jobs"><h2>Jobs and why they waited</h2>
+<p class="controls"><label>Policy <select id="gantt-policy"></select></label>
+<label>Colour running jobs by <select id="gantt-colour"><option value="class">job class</option>
+<option value="queue">queue (virtual cluster)</option></select></label></p>
+<div id="chart-gantt" class="chart"></div>
+<h3>Why it waited</h3>
+<p class="controls"><label>Job <input id="why-search" list="why-names" size="40" autocomplete="off"></label>
+<datalist id="why-names"></datalist></p>
+<p id="why-job"></p>
+<table id="why-table"><thead><tr><th>from (h)</th><th>to (h)</th><th>for (min)</th><th>pods bound</th>
+<th>reason</th><th>message (the scheduler's)</th></tr></thead><tbody></tbody></table>
+<div id="chart-waiting" class="chart"></div>
+</section>
+<section id="rack-section"><h2>Racks</h2><div id="racks"></div></section>
+<footer>Generated by phalanx simulate. Charts by plotly.js (from the plotly {version} Python package), inlined:
+this file opens offline and loads nothing from the network.</footer>
+<script>{plotly}</script>
+<script type="application/json" id="report-data">{data}</script>
+<script>
+{script}</script>
 </body></html>
 """

@@ -15,8 +15,10 @@ import heapq
 import random
 from collections import Counter
 from collections.abc import Callable, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 import msgspec
 import numpy as np
@@ -27,7 +29,7 @@ from phalanx.controllers.job import backoff_limit_exceeded
 from phalanx.controllers.resource_claim import generate_claims
 from phalanx.scheduling.config import SchedulerConfig, TopologyArgs, default_profile, load_config, with_mode
 from phalanx.scheduling.outcome import Eviction
-from phalanx.scheduling.recorder import BaseRecorder
+from phalanx.scheduling.recorder import BaseRecorder, Recorder, Recorders
 from phalanx.scheduling.resource_claims import ResourceObjects
 from phalanx.scheduling.scheduler import Scheduler
 from phalanx.sim.devices import ClusterDevices
@@ -35,7 +37,7 @@ from phalanx.sim.faults import NodeEvent, NodeFailures
 from phalanx.sim.jobs import GPU, NAMESPACE, batch_job, claim_template_of, job_objects, tolerations_for
 from phalanx.sim.workload import BLOCK, HOSTNAME, RACK, JobRecord
 
-__all__ = ["CAUSES", "POLICIES", "JobRun", "Policy", "Sample", "SimulationResult", "policy_of", "simulate"]
+__all__ = ["CAUSES", "POLICIES", "JobRun", "Observer", "Policy", "Sample", "SimulationResult", "policy_of", "simulate"]
 
 _COMPLETE, _POD_FAILURE, _NODE, _ARRIVE = 0, 1, 2, 3
 POOL_LABEL = "phalanx.dev/pool"
@@ -117,6 +119,13 @@ class JobRun:
     lost_by: dict[str, float] = field(default_factory=lambda: dict.fromkeys(CAUSES, 0.0))  # cause -> GPU-seconds
 
 
+class Observer(Recorder, Protocol):
+    """Hears the engine's decisions as they are made (a Recorder) and sees (now, the engine, the jobs' runs, the
+    indices of the jobs waiting to start) after every instant."""
+
+    def __call__(self, now: float, sched: Scheduler, runs: Sequence[JobRun], waiting: AbstractSet[int]) -> None: ...
+
+
 @dataclass
 class Sample:
     time: float
@@ -150,12 +159,15 @@ def simulate(
     seed: int = 0,
     on_step: Callable[[Scheduler, float], None] | None = None,
     devices: ClusterDevices | None = None,
+    observer: Observer | None = None,
 ) -> SimulationResult:
     """Run ``jobs`` on ``nodes`` under ``policy`` until no event is left. ``node_events`` and ``failures`` fail,
     drain and recover nodes; ``seed`` drives generated node failures and pod failures. ``on_step`` sees the engine
     after every instant (tests use it to check invariants). ``devices`` are the cluster's DeviceClasses and
-    ResourceSlices; its GPU devices count as GPUs in every metric, next to ``nvidia.com/gpu``."""
-    sim = _Simulation(nodes, jobs, policy, node_events, failures, seed, devices)
+    ResourceSlices; its GPU devices count as GPUs in every metric, next to ``nvidia.com/gpu``. ``observer`` sees
+    the engine, the jobs and the waiting ones after every instant (``sim.timeline`` records the report's per-job
+    timeline and wait reasons from it)."""
+    sim = _Simulation(nodes, jobs, policy, node_events, failures, seed, devices, observer)
     return sim.run(progress, on_step)
 
 
@@ -185,10 +197,13 @@ class _Simulation:
         failures: NodeFailures | None,
         seed: int,
         devices: ClusterDevices | None = None,
+        observer: Observer | None = None,
     ) -> None:
         self.policy, self.seed, self.failures = policy, seed, failures
         self.evictions = _Evictions()
-        self.sched = Scheduler(policy.config(), recorder=self.evictions)
+        self.observer = observer
+        recorder: Recorder = self.evictions if observer is None else Recorders([self.evictions, observer])
+        self.sched = Scheduler(policy.config(), recorder=recorder)
         resources = ResourceObjects(devices.classes, devices.slices) if devices is not None else None
         self.sched.load(nodes, [], resources=resources)
         self.gpu_drivers = devices.gpu_drivers if devices is not None else frozenset()
@@ -217,7 +232,9 @@ class _Simulation:
     # --- the loop ------------------------------------------------------------------------------------------------
 
     def run(
-        self, progress: Callable[[int], None] | None, on_step: Callable[[Scheduler, float], None] | None
+        self,
+        progress: Callable[[int], None] | None,
+        on_step: Callable[[Scheduler, float], None] | None,
     ) -> SimulationResult:
         while self.heap:
             now = self.heap[0][0]
@@ -236,6 +253,8 @@ class _Simulation:
             self.result.samples.append(self._sample(now))
             if on_step is not None:
                 on_step(self.sched, now)
+            if self.observer is not None:
+                self.observer(now, self.sched, self.runs, self.waiting)
         return self.result
 
     def _dispatch(self, now: float, kind: int, tag: int, i: int, progress: Callable[[int], None] | None) -> None:

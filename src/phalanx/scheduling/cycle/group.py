@@ -63,7 +63,7 @@ def schedule_pod_group(ctx: CycleContext, first: PodInfo, group: GroupInfo) -> N
     intent = tas.intent_of(group.pod_group, profile, ctx.rules.topology_annotations)
     if intent is None:
         placed, failures = default_algorithm(cycle, None)
-        if not cycle.reached(len(placed)) and ctx.rules.group_aware_claim_placement:
+        if not cycle.reached(len(placed)) and ctx.rules.group_aware_claim_placement and cycle.error is None:
             placed, failures = group_claim_placements(cycle, placed, failures)
         rejections = submit(cycle, placed, failures)
     else:

@@ -17,6 +17,7 @@ from phalanx.scheduling import outcome as o
 from phalanx.scheduling import placement as tas
 from phalanx.scheduling.context import CycleContext, Preemptor
 from phalanx.scheduling.cycle.pod import rejection_of
+from phalanx.scheduling.diagnosis import FILTER_ERROR_PLUGIN
 from phalanx.scheduling.framework import Code, CycleState, Status
 from phalanx.scheduling.groups import GroupInfo
 from phalanx.scheduling.plugins.default_preemption import NAME as DEFAULT_PREEMPTION
@@ -65,6 +66,9 @@ class GroupCycle:
     post_filters: bool = False
     preempting: dict[str, int] = field(default_factory=dict)  # member key -> node row its preemption nominated
     fired: set[str] = field(default_factory=set)  # beyond-v1.36 rules behind the last algorithm run's placement
+    # Rules.allocator_error_per_node off: the member whose Filter errored in the last algorithm run, and the error
+    # (v1.36 stops the group algorithm there).
+    error: tuple[PodInfo, str] | None = None
     _room: tuple[tuple[int, int], IntArray] | None = None
 
     def room(self) -> IntArray:
@@ -115,6 +119,8 @@ def default_algorithm(c: GroupCycle, within: BoolArray | None) -> tuple[Placed, 
     member first; the retry's placement is used only if it succeeds."""
     c.fired = set()
     placed, failures = place(c, c.members, within)
+    if c.error is not None:
+        return placed, failures
     if not c.reached(len(placed)) and c.ctx.rules.largest_first_retry and heterogeneous(c.members):
         forget(c, placed)
         retry_placed, retry_failures = place(c, sorted(c.members, key=_largest_first), within)
@@ -148,8 +154,16 @@ def place(c: GroupCycle, members: Sequence[PodInfo], within: BoolArray | None) -
     placed: Placed = []
     failures: Failed = []
     post_filters, c.post_filters = c.post_filters, False
+    c.error = None
     for pi in members:
         attempt = c.profile.schedule(pi, c.ctx.state.table, within)
+        error = attempt.diagnosis.filter_error() if attempt.diagnosis is not None else None
+        if error is not None and not c.ctx.rules.allocator_error_per_node:
+            c.error = (pi, error)  # v1.36: an error stops evaluating the rest of the group
+            failures.append((pi, attempt))
+            break
+        if error is not None:
+            c.ctx.changed_by("allocator_error_per_node", [pi.key])
         if attempt.node is None:
             row = _preempt_member(c, pi, attempt) if post_filters else None
             if row is not None and c.ctx.reserve(pi, row).ok:
@@ -188,6 +202,8 @@ def submit(c: GroupCycle, placed: Placed, failures: Failed) -> Rejections:
     """Apply the cycle's result: bind or roll back (GangScheduling's Permit says which), then report every member
     and the group condition. Returns the rejections of the members left unscheduled."""
     ctx = c.ctx
+    if c.error is not None:
+        return _fail_with_error(c, placed, *c.error)
     out: Rejections = {}
     if c.profile.preemption and ctx.gates.workload_aware_preemption:
         # WorkloadAwarePreemption turns per-pod preemption off for members; the group preempts as a whole
@@ -217,6 +233,20 @@ def submit(c: GroupCycle, placed: Placed, failures: Failed) -> Rejections:
         ctx.set_condition(c.group, "True", o.REASON_SCHEDULED, "")
     else:
         ctx.set_condition(c.group, "False", o.REASON_UNSCHEDULABLE, c.unschedulable_message(len(placed)))
+    return out
+
+
+def _fail_with_error(c: GroupCycle, placed: Placed, failed: PodInfo, error: str) -> Rejections:
+    """v1.36 (Rules.allocator_error_per_node off): a member's Filter error fails the whole group with
+    SchedulerError; that member reports its own error, the others the group's, and nothing is kept."""
+    forget(c, placed)
+    message = f"{o.MSG_OTHER_POD_FAILED}: {error}"
+    own = Rejection(o.REASON_SCHEDULER_ERROR, error, frozenset({FILTER_ERROR_PLUGIN}))
+    group = Rejection(o.REASON_SCHEDULER_ERROR, message, frozenset({FILTER_ERROR_PLUGIN}))
+    out = {pi.key: own if pi.key == failed.key else group for pi in c.members}
+    for pi in c.members:
+        c.ctx.reject(pi, out[pi.key])
+    c.ctx.set_condition(c.group, "False", o.REASON_SCHEDULER_ERROR, message)
     return out
 
 

@@ -55,6 +55,8 @@ def placement_algorithm(c: GroupCycle, intent: tas.Intent) -> Rejections:
         candidates = tas.domains(table, key, pinned)
         total_domains += len(candidates)
         evaluations = _evaluate_all(c, key, candidates)
+        if c.error is not None:
+            return submit(c, [], [])
         if not first_message and evaluations:
             first_message = c.unschedulable_message(evaluations[0].count)
         feasible = [e for e in evaluations if c.reached(e.count)]
@@ -90,6 +92,8 @@ def _evaluate_all(c: GroupCycle, key: str, candidates: list[tas.Domain]) -> list
             continue
         placed, _ = default_algorithm(c, dom.mask)
         forget(c, placed)
+        if c.error is not None:
+            return out  # v1.36: a member's error in one placement ends the whole algorithm
         out.append(_Evaluation(dom, len(placed), max(room - len(placed), 0), [pi for pi, _ in placed]))
     return out
 

@@ -8,6 +8,7 @@ import time
 from phalanx.cluster.pods import PodInfo
 from phalanx.scheduling import outcome as o
 from phalanx.scheduling.context import CycleContext, Preemptor
+from phalanx.scheduling.diagnosis import FILTER_ERROR_PLUGIN
 from phalanx.scheduling.events import ClusterEvent
 from phalanx.scheduling.preemption.default_preemption import preempt_pod
 from phalanx.scheduling.profile import Attempt
@@ -29,6 +30,14 @@ def schedule_pod(ctx: CycleContext, pi: PodInfo) -> None:
     start = time.perf_counter()
     profile = ctx.profile_for(pi)
     attempt = profile.schedule(pi, ctx.state.table)
+    error = attempt.diagnosis.filter_error() if attempt.node is None and attempt.diagnosis is not None else None
+    if error is not None and not ctx.rules.allocator_error_per_node:
+        # v1.36: a Filter error aborts the attempt; no PostFilter runs.
+        ctx.reject(pi, Rejection(o.REASON_SCHEDULER_ERROR, error, frozenset({FILTER_ERROR_PLUGIN})))
+        ctx.stats.cycle_seconds.append(time.perf_counter() - start)
+        return
+    if error is not None:
+        ctx.changed_by("allocator_error_per_node", [pi.key])
     if attempt.node is None:
         candidate = None
         if profile.preemption and attempt.diagnosis is not None:

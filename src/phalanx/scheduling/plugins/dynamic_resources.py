@@ -283,7 +283,7 @@ class DynamicResources:
             elif int(row) in invalid:
                 out[_INVALID_POOLS] += 1  # ErrFailedAllocationOnNode
             else:
-                out[Reason(error, unresolvable=True) if error else _CANNOT_ALLOCATE] += 1
+                out[Reason(error, unresolvable=True, error=True) if error else _CANNOT_ALLOCATE] += 1
         return out
 
     # --- slots (topology placement and preemption count a gang's members per node) -------------------------------

@@ -5,8 +5,8 @@ for a whole PodGroup.
   vectorised fast path; ``candidates`` the ranking.
 - ``workload``: victim units and the reprieve loop of workload-aware preemption (driven by
   ``scheduling/cycle/group_preemption.py``).
-- ``budgets`` (PodDisruptionBudgets), ``gangs`` (gang-safe eviction), ``common`` (ordering, messages, what-if
-  removal).
+- ``budgets`` (PodDisruptionBudgets), ``units`` (which pods go together: a PodGroup's declared disruptionMode,
+  and running gangs' members kept first), ``common`` (ordering, messages, what-if removal).
 """
 
 __all__: list[str] = []

@@ -11,6 +11,7 @@ from phalanx.scheduling.resource_claims import ClaimBinding
 __all__ = [
     "MSG_NOT_HELPFUL",
     "MSG_NO_VICTIMS",
+    "MSG_PLACEMENT_LIMITATION",
     "MSG_POLICY_NEVER",
     "MSG_WORKLOAD_AWARE",
     "NEVER",
