@@ -55,6 +55,8 @@ KNOWN: dict[str, dict[str, str]] = {
     "wap-v136-unplaced-members-wait-their-turn": {"scheduled": UNPLACED, "node": UNPLACED},
     "random-1-0002-nodeaffinity+spread+topology": {"scheduled": KUBE_MEMBER_ORDER},  # 2 outcomes in 5 runs
     "random-1-0003-spread": {"node": BALANCED},
+    # three runs, three answers: agreed (corpus run), tie-dependent, gang-10-2 on n2 instead of n1 (final e2e run)
+    "random-1-0001-taints+spread+gang": {"node": KUBE_MEMBER_ORDER},
     "random-1-0006-spread+gang+topology": {"node": QUORUM},  # gang-12-1 first, 5 runs of 5
 }
 
