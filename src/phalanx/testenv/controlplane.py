@@ -141,6 +141,7 @@ class ControlPlane:
         self.pki: Pki | None = None
         self.components: dict[str, Component] = {}
         self.etcd_port = self.port = 0
+        self.scheduler_port = 0  # kube-scheduler's secure port (healthz, readyz, metrics) while it runs
 
     # --- life cycle ----------------------------------------------------------------------------------------------
 
@@ -309,10 +310,12 @@ class ControlPlane:
         self.stop_scheduler()
         comp = self._component("kube-scheduler", argv)
         self._wait(comp, lambda: self._get_plain(f"https://127.0.0.1:{port}/healthz", insecure=True), 60)
+        self.scheduler_port = port
         return comp
 
     def stop_scheduler(self) -> None:
         comp = self.components.pop("kube-scheduler", None)
+        self.scheduler_port = 0
         if comp is not None:
             comp.stop()
 
