@@ -42,7 +42,6 @@ FULL = os.environ.get("PHALANX_DIFFCONF_FULL") == "1"
 SCENARIO_STRIDE = 1 if FULL else 4
 RANDOM = int(os.environ.get("PHALANX_DIFFCONF_RANDOM", "11" if FULL else "4"))
 
-BALANCED = "phalanx bug: BalancedAllocation scores the balance after placement (scoring-v136-balanced-allocation-*)"
 KUBE_MEMBER_ORDER = "kube-scheduler orders a PodGroup's members at random (docs/conformance.md#member-order)"
 KUBE_PREEMPTION_RACE = "kube-scheduler lost the room its workload-aware preemption made (docs/conformance.md)"
 QUORUM = "phalanx bug: v1.36 places the member that completes minCount first (gang-v136-quorum-member-goes-first)"
@@ -55,11 +54,8 @@ KNOWN: dict[str, dict[str, str]] = {
     "gang-heterogeneous-largest-first": {"scheduled": QUORUM, "podgroup": QUORUM},
     "gang-members-sorted-by-priority": {"podgroup": CONDITION_RACE},
     "gang-v136-quorum-member-goes-first": {"node": QUORUM},
-    "scoring-balanced-allocation-breaks-tie": {"node": BALANCED},  # a tie in v1.36; kube takes the first node
-    "scoring-v136-balanced-allocation-scores-the-change": {"node": BALANCED},
     "wap-v136-unplaced-members-wait-their-turn": {"scheduled": UNPLACED, "node": UNPLACED},
     "random-1-0002-nodeaffinity+spread+topology": {"scheduled": KUBE_MEMBER_ORDER},  # 2 outcomes in 5 runs
-    "random-1-0003-spread": {"node": BALANCED},
     # three runs, three answers: agreed (corpus run), tie-dependent, gang-10-2 on n2 instead of n1 (final e2e run)
     "random-1-0001-taints+spread+gang": {"node": KUBE_MEMBER_ORDER},
     "random-1-0006-spread+gang+topology": {"node": QUORUM},  # gang-12-1 first, 5 runs of 5

@@ -67,9 +67,9 @@ def test_requested_to_capacity_ratio_truncates_toward_zero_like_go() -> None:
 
 
 def test_balanced_allocation() -> None:
-    # busy after placement: cpu 2/4 = 0.5, memory 4Gi/8Gi = 0.5 -> std 0 -> 100
-    # idle after placement: cpu 1/4 = 0.25, memory 2/8 = 0.25 -> 100
-    assert scores(NodeResourcesBalancedAllocation()) == [100, 100]
+    # v1.36: 50 + (50 + with - without) / 2. busy: with (0.5, 0.5) 100, without (0.25, 0.25) 100 -> 75;
+    # idle: with (0.25, 0.25) 100, without (0, 0) 100 -> 75. An even pod changes neither node's balance.
+    assert scores(NodeResourcesBalancedAllocation()) == [75, 75]
 
 
 def test_balanced_allocation_uneven() -> None:
@@ -78,7 +78,9 @@ def test_balanced_allocation_uneven() -> None:
     state.attach(pod)
     raw = NodeResourcesBalancedAllocation().score(CycleState(), pod, state.table, np.arange(1))
     assert raw is not None
-    assert raw.tolist() == [87]  # fractions 0.5 and 0.25: std 0.125, (1 - 0.125) * 100 = 87.5 -> 87
+    # with the pod, fractions 0.5 and 0.25: std 0.125, (1 - 0.125) * 100 = 87.5 -> 87; without, 0 and 0: 100;
+    # 50 + (50 + 87 - 100) / 2 = 50 + 18 = 68
+    assert raw.tolist() == [68]
 
 
 def test_balanced_allocation_skips_best_effort_pods() -> None:

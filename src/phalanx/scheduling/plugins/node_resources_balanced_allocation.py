@@ -1,4 +1,5 @@
-"""NodeResourcesBalancedAllocation: prefer nodes whose resource fractions stay balanced after placing the pod."""
+"""NodeResourcesBalancedAllocation: prefer nodes whose resource balance the pod improves most (v1.36: the score
+compares the balance of the requested fractions with and without the pod)."""
 
 from __future__ import annotations
 
@@ -12,9 +13,9 @@ from phalanx.scheduling.handle import Handle
 from phalanx.scheduling.plugin import PluginSpec, check_fields, mapping
 from phalanx.scheduling.plugins.resource_allocation import (
     ResourceSpec,
-    balanced_score,
+    balanced_improvement_score,
     parse_resources,
-    requested_and_allocatable,
+    requested_allocated_allocatable,
 )
 
 __all__ = ["NAME", "PLUGIN", "BalancedAllocationArgs", "NodeResourcesBalancedAllocation", "parse_args"]
@@ -38,8 +39,10 @@ class NodeResourcesBalancedAllocation:
         # Best-effort pods skip this score (kubernetes#129138): they would otherwise pile onto one node.
         if not any(pod.requests.get(r.name, 0) for r in self.resources):
             return None
-        req, alloc, _ = requested_and_allocatable(pod, nodes, feasible, self.resources, use_requested=True)
-        return balanced_score(req, alloc)
+        req, allocated, alloc, _ = requested_allocated_allocatable(
+            pod, nodes, feasible, self.resources, use_requested=True
+        )
+        return balanced_improvement_score(req, allocated, alloc)
 
     def normalize(self, scores: IntArray) -> IntArray:
         return scores

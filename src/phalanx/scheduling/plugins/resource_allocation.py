@@ -23,10 +23,12 @@ from phalanx.scheduling.plugin import ArgsError, integer, join, mapping, sequenc
 __all__ = [
     "ResourceSpec",
     "ShapePoint",
+    "balanced_improvement_score",
     "balanced_score",
     "least_allocated",
     "most_allocated",
     "parse_resources",
+    "requested_allocated_allocatable",
     "requested_and_allocatable",
     "requested_to_capacity_ratio",
 ]
@@ -84,6 +86,16 @@ def requested_and_allocatable(
     An extended resource the pod does not request is left out (kube-scheduler returns 0/0 for it, which every
     scorer skips). Without ``use_requested``, CPU and memory use the non-zero requests (100m/200Mi defaults).
     """
+    req, _, alloc, weights = requested_allocated_allocatable(pod, nodes, rows, resources, use_requested)
+    return req, alloc, weights
+
+
+def requested_allocated_allocatable(
+    pod: PodInfo, nodes: NodeTable, rows: IntArray, resources: Sequence[ResourceSpec], use_requested: bool
+) -> tuple[IntArray, IntArray, IntArray, list[int]]:
+    """``requested_and_allocatable`` with the requests before placement too: (requested with the pod, requested
+    without it, allocatable, weights), as kube-scheduler's ``calculateNodeAllocatableRequest``."""
+    pod_amounts: list[int] = []
     req_cols: list[IntArray] = []
     alloc_cols: list[IntArray] = []
     weights: list[int] = []
@@ -102,13 +114,15 @@ def requested_and_allocatable(
                 continue
             node_amount = nodes.requested[rows, col]
         req_cols.append(node_amount + pod_amount)
+        pod_amounts.append(pod_amount)
         alloc_cols.append(nodes.allocatable[rows, nodes.resources.column[name]])
         weights.append(spec.weight)
     n = len(rows)
     if not weights:
         empty = np.zeros((n, 0), dtype=np.int64)
-        return empty, empty, []
-    return np.stack(req_cols, axis=1), np.stack(alloc_cols, axis=1), weights
+        return empty, empty, empty, []
+    req = np.stack(req_cols, axis=1)
+    return req, req - np.asarray(pod_amounts, dtype=np.int64)[None, :], np.stack(alloc_cols, axis=1), weights
 
 
 def _weighted(per_resource: IntArray, alloc: IntArray, weights: list[int], keep: npt.NDArray[np.bool_]) -> IntArray:
@@ -166,6 +180,15 @@ def requested_to_capacity_ratio(
         mean = np.where(den > 0, num / np.maximum(den, 1), 0.0)
     # Go's math.Round rounds half away from zero; scores are non-negative here.
     return np.floor(mean + 0.5).astype(np.int64)
+
+
+def balanced_improvement_score(req: IntArray, allocated: IntArray, alloc: IntArray) -> IntArray:
+    """kube-scheduler v1.36's ``balancedResourceScorer``: how much placing the pod improves the node's balance,
+    ``50 + (50 + with - without) / 2`` with ``with``/``without`` the ``balanced_score`` after and before placement
+    (integer arithmetic, Go's division truncating toward zero; the difference is at least -50, so the numerator is
+    never negative)."""
+    half = MAX_NODE_SCORE // 2
+    return half + (half + balanced_score(req, alloc) - balanced_score(allocated, alloc)) // 2
 
 
 def balanced_score(req: IntArray, alloc: IntArray) -> IntArray:
