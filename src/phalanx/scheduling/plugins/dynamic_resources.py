@@ -277,13 +277,17 @@ class DynamicResources:
         if view.todo:
             entry = self._allocatable(view.todo, pod, nodes)
             error, invalid = entry.error, entry.invalid
-        for row in rejected:
-            if not selected[row]:
-                out[_NOT_AVAILABLE] += 1
-            elif int(row) in invalid:
-                out[_INVALID_POOLS] += 1  # ErrFailedAllocationOnNode
-            else:
-                out[Reason(error, unresolvable=True) if error else _CANNOT_ALLOCATE] += 1
+        # One reason per row, counted with arrays (a full cluster rejects every node for every pod that comes);
+        # the reasons enter the Counter in the order their first row comes, as a loop over the rows would.
+        rows = np.asarray(rejected, dtype=np.intp)
+        kind = np.where(selected[rows], 2, 0)
+        if invalid:
+            kind[(kind == 2) & np.isin(rows, np.fromiter(invalid, dtype=np.intp, count=len(invalid)))] = 1
+        reasons = [_NOT_AVAILABLE, _INVALID_POOLS, Reason(error, unresolvable=True) if error else _CANNOT_ALLOCATE]
+        counts = np.bincount(kind, minlength=3)
+        present = np.flatnonzero(counts)
+        for k in present[np.argsort([int(np.argmax(kind == k)) for k in present])].tolist():
+            out[reasons[k]] += int(counts[k])  # ErrFailedAllocationOnNode for the rows of invalid pools
         return out
 
     # --- slots (topology placement and preemption count a gang's members per node) -------------------------------
