@@ -102,7 +102,10 @@ def test_validate_exit_codes(tmp_path: Path) -> None:
     ("content", "fragment"),
     [
         ("kind: [unclosed", "cannot parse"),
-        ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: 3}]}\n", "must be of type str"),
+        (
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: 3}]}\n",
+            "spec.containers[0].name: Invalid value: 3: must be of type string",
+        ),
     ],
     ids=["yaml-syntax", "wrong-type"],
 )
@@ -127,7 +130,11 @@ def test_unknown_priority_class_is_input_error(tmp_path: Path) -> None:
     )
     result = run("schedule", "-f", str(path))
     assert result.exit_code == 2
-    assert 'no PriorityClass with name "nope" was found' in result.stderr
+    # Priority admission's words, at the file, line and field (the scheduler's own message named none).
+    assert (
+        result.stderr
+        == f"{path}:5: Pod default/p: spec.priorityClassName: Forbidden: no PriorityClass with name nope was found\n"
+    )
 
 
 def test_config_unknown_plugin_is_error(tmp_path: Path) -> None:

@@ -7,10 +7,12 @@ message on stderr and the traceback in a file).
 from __future__ import annotations
 
 import json
+import math
+import re
 import sys
 import tempfile
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from functools import wraps
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -28,6 +30,7 @@ if TYPE_CHECKING:
     from phalanx.sim.sweep import Backend
 
 F = TypeVar("F", bound=Callable[..., Any])
+_MAX_HOURS = 876_600.0  # 100 years: simulated times stay representable (phalanx.sim.faults.MAX_HOURS)
 
 
 def _exits(func: F) -> F:
@@ -50,6 +53,49 @@ def _exits(func: F) -> F:
             sys.exit(1)
 
     return wrapper  # type: ignore[return-value]
+
+
+class _Finite(click.ParamType):  # type: ignore[type-arg]
+    """A finite decimal number within bounds. click's FLOAT is Python's float(): it takes ``nan``, ``inf`` and
+    ``1_000``, and NaN passes every range check."""
+
+    name = "number"
+    _DECIMAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+    def __init__(self, low: float, high: float = math.inf, above: bool = False) -> None:
+        self.low, self.high, self.above = low, high, above
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        if isinstance(value, int | float) or (isinstance(value, str) and self._DECIMAL.fullmatch(value.strip())):
+            number = float(value)
+        else:
+            self.fail(f"{value!r} is not a number", param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        if number < self.low or (self.above and number == self.low) or number > self.high:
+            low = f"{'>' if self.above else '>='} {self.low:g}"
+            high = f" and <= {self.high:g}" if math.isfinite(self.high) else ""
+            self.fail(f"{value!r} is not {low}{high}", param, ctx)
+        return number
+
+
+class _Integer(click.IntRange):
+    """click's INT is Python's int(): it also takes ``1_000`` and non-ASCII digits; this takes decimal digits."""
+
+    _DIGITS = re.compile(r"[+-]?[0-9]+")
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and not self._DIGITS.fullmatch(value.strip()):
+            self.fail(f"{value!r} is not a valid integer", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+_SECONDS = _Finite(0, above=True)
+
+
+def _warn(lines: Iterable[str]) -> None:
+    for line in lines:
+        click.echo(f"warning: {line}", err=True)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -76,7 +122,9 @@ def validate(paths: tuple[str, ...]) -> None:
     from phalanx.api.loader import load
     from phalanx.api.validation import validate as validate_inventory
 
-    problems = validate_inventory(load(paths))
+    inv = load(paths)
+    _warn(inv.warnings)
+    problems = validate_inventory(inv)
     if problems:
         raise InputError(problems)
     click.echo("valid", err=True)
@@ -87,7 +135,9 @@ def validate(paths: tuple[str, ...]) -> None:
 @click.option("-o", "--output", type=click.Choice(["table", "json", "yaml"]), default="table", show_default=True)
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), help="KubeSchedulerConfiguration YAML.")
 @click.option("--scheduler-name", default=None, help="Only schedule pods with this spec.schedulerName.")
-@click.option("--seed", default=0, show_default=True, help="Seed for tie-breaking between equal nodes.")
+@click.option(
+    "--seed", type=_Integer(), default=0, show_default=True, help="Seed for tie-breaking between equal nodes."
+)
 @_exits
 def schedule(
     paths: tuple[str, ...], output: str, config_path: str | None, scheduler_name: str | None, seed: int
@@ -100,7 +150,8 @@ def schedule(
     config = load_config(config_path) if config_path else None
     for warning in config.warnings if config else []:
         click.echo(f"warning: {warning}", err=True)
-    sched, _, timings = schedule_snapshot(paths, config, scheduler_name, seed=seed)
+    sched, inv, timings = schedule_snapshot(paths, config, scheduler_name, seed=seed)
+    _warn(inv.warnings)
     result = build_result(sched, timings)
     if output == "json":
         click.echo(json.dumps(result, indent=2))
@@ -115,16 +166,30 @@ def schedule(
 @cli.command()
 @click.option("--kubeconfig", type=click.Path(dir_okay=False), help="kubeconfig file; in-cluster config if omitted.")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), help="KubeSchedulerConfiguration YAML.")
-@click.option("--kube-api-qps", default=50.0, show_default=True, help="Client QPS to the API server (0 lifts it).")
-@click.option("--kube-api-burst", default=100, show_default=True, help="Client burst to the API server.")
+@click.option(
+    "--kube-api-qps",
+    type=_Finite(0),
+    default=50.0,
+    show_default=True,
+    help="Client QPS to the API server (0 lifts it).",
+)
+@click.option(
+    "--kube-api-burst", type=_Integer(1), default=100, show_default=True, help="Client burst to the API server."
+)
 @click.option("--leader-elect/--no-leader-elect", default=True, show_default=True)
 @click.option("--leader-elect-resource-namespace", default="kube-system", show_default=True)
 @click.option("--leader-elect-resource-name", default="phalanx", show_default=True)
-@click.option("--leader-elect-lease-duration", default=15.0, show_default=True, help="Seconds.")
-@click.option("--leader-elect-renew-deadline", default=10.0, show_default=True, help="Seconds.")
-@click.option("--leader-elect-retry-period", default=2.0, show_default=True, help="Seconds.")
+@click.option(
+    "--leader-elect-lease-duration", type=_Finite(0, above=True), default=15.0, show_default=True, help="Seconds."
+)
+@click.option(
+    "--leader-elect-renew-deadline", type=_Finite(0, above=True), default=10.0, show_default=True, help="Seconds."
+)
+@click.option(
+    "--leader-elect-retry-period", type=_Finite(0, above=True), default=2.0, show_default=True, help="Seconds."
+)
 @click.option("--health-address", default="0.0.0.0", show_default=True, help="Address for /healthz, /readyz, /metrics.")
-@click.option("--health-port", default=10251, show_default=True)
+@click.option("--health-port", type=_Integer(0, 65535), default=10251, show_default=True)
 @click.option(
     "--victim-removal",
     type=click.Choice(["eviction", "deletion"]),
@@ -203,8 +268,21 @@ def serve(
     metavar="START:END",
     help="Public traces: only the jobs submitted from START to END hours after the first (e.g. 0:24).",
 )
-@click.option("--preset", default="philly", show_default=True, help="Generator preset when no --workload is given.")
-@click.option("--jobs", "job_count", default=400, show_default=True, help="Jobs to generate with --preset.")
+@click.option(
+    "--preset",
+    type=click.Choice(["philly"]),
+    default="philly",
+    show_default=True,
+    help="Generator preset when no --workload is given.",
+)
+@click.option(
+    "--jobs",
+    "job_count",
+    type=_Integer(1, 1_000_000),
+    default=400,
+    show_default=True,
+    help="Jobs to generate with --preset.",
+)
 @click.option(
     "--policy",
     "policies",
@@ -212,10 +290,25 @@ def serve(
     help="pod-by-pod, gang, gang-tas, gang-tas-preemption, or NAME=FILE.yaml (a KubeSchedulerConfiguration); "
     "repeatable; default: the four built-ins.",
 )
-@click.option("--seed", default=1, show_default=True, help="Seed of the generated workload and failures.")
-@click.option("--node-mtbf-hours", type=float, default=None, help="Fail nodes at random: mean hours between failures.")
-@click.option("--node-repair-hours", type=float, default=4.0, show_default=True, help="Hours a failed node is down.")
-@click.option("--pod-failure-probability", type=float, default=0.0, help="Chance a generated job's attempt fails.")
+@click.option(
+    "--seed", type=_Integer(), default=1, show_default=True, help="Seed of the generated workload and failures."
+)
+@click.option(
+    "--node-mtbf-hours",
+    type=_Finite(0, _MAX_HOURS, above=True),
+    default=None,
+    help="Fail nodes at random: mean hours between failures.",
+)
+@click.option(
+    "--node-repair-hours",
+    type=_Finite(0, _MAX_HOURS, above=True),
+    default=4.0,
+    show_default=True,
+    help="Hours a failed node is down.",
+)
+@click.option(
+    "--pod-failure-probability", type=_Finite(0, 1), default=0.0, help="Chance a generated job's attempt fails."
+)
 @click.option("--report", default="phalanx-report.html", show_default=True, help="Where to write the HTML report.")
 @click.option("--metrics", "metrics_path", default=None, help="Also write the metrics as JSON to this file.")
 @click.option("--timeseries", default=None, help="Also write the time series as CSV to this file.")
@@ -230,13 +323,14 @@ def serve(
 @click.option("--pods", "pods_csv", type=click.Path(dir_okay=False), help="Experiment: the openb pod CSV.")
 @click.option(
     "--seeds",
+    type=_Integer(1, 1000),
     default=1,
     show_default=True,
     help="How many seeds to run: --seed, --seed+1, ... (the experiment: 42, 43, ...).",
 )
 @click.option(
     "--workers",
-    type=int,
+    type=_Integer(1, 4096),
     default=None,
     help="Run the sweep's runs in N local processes (default: the CPUs available; 1: in this process).",
 )
@@ -317,6 +411,7 @@ def _simulate_sweep(
     run failed (after writing what the others gave)."""
     from rich.progress import Progress
 
+    from phalanx.api.files import check_writable, write_files
     from phalanx.sim.metrics import timeseries_csv
     from phalanx.sim.render import render_simulation
     from phalanx.sim.report import render_report
@@ -324,25 +419,27 @@ def _simulate_sweep(
     from phalanx.sim.simulator import POLICIES
     from phalanx.sim.sweep import run_sweep
 
-    runs, notes = plan(sweep, list(POLICIES))
+    paths = {"--report": report, "--metrics": metrics_path, "--timeseries": timeseries}
+    for flag, path in paths.items():
+        if path:
+            check_writable(flag, path)  # before the run, not after it
+    runs, notes, warnings = plan(sweep, list(POLICIES))
     for note in notes:
         click.echo(f"note: {note}", err=True)
+    _warn(warnings)
     with Progress(console=Console(stderr=True), transient=True, disable=not sys.stderr.isatty()) as bar:
         task = bar.add_task(f"{len(runs)} run(s)", total=sum(r.weight for r in runs))
         outcome = run_sweep(runs, backend, lambda done, total: bar.update(task, completed=done, total=total))
     outputs = [o for o in outcome.results if o is not None]
-    doc = sweep_json(outputs, outcome.failures)
+    metrics = json.dumps(sweep_json(outputs, outcome.failures), indent=2)
+    texts = {"--metrics": metrics}
     if outputs:
-        with open(report, "w", encoding="utf-8") as f:
-            f.write(render_report(outputs))
-    if metrics_path:
-        with open(metrics_path, "w", encoding="utf-8") as f:
-            json.dump(doc, f, indent=2)
+        texts["--report"] = render_report(outputs)
     if timeseries:
-        with open(timeseries, "w", encoding="utf-8") as f:
-            f.write(timeseries_csv([(o.key.trace, o.key.seed, o.result) for o in outputs]))
+        texts["--timeseries"] = timeseries_csv([(o.key.trace, o.key.seed, o.result) for o in outputs])
+    write_files({path: (flag, texts[flag]) for flag, path in paths.items() if path and flag in texts})
     if output == "json":
-        click.echo(json.dumps(doc, indent=2))
+        click.echo(metrics)
     else:
         console = Console(width=None if sys.stdout.isatty() else 100)
         for title, header, rows in summary_tables(outputs):

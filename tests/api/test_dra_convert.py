@@ -205,7 +205,7 @@ def test_loader_reports_a_bad_v1beta1_shape_with_file_and_line(tmp_path: Path) -
     with pytest.raises(InputError) as err:
         load([str(path)])
     assert err.value.lines == [
-        f"{path}:29: ResourceSlice s: spec.devices[0].basic: Invalid value: must be of type object, got array"
+        f"{path}:29: ResourceSlice s: spec.devices[0].basic: Invalid value: [1]: must be of type object"
     ]
 
 

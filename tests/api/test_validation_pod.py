@@ -373,7 +373,7 @@ SCHEDULING_CASES = [
     Case(
         "pod resource claim name of the wrong type",
         {"spec": {"resourceClaims": [{"name": 5, "resourceClaimName": "x"}]}},
-        ["spec.resourceClaims[0].name: Invalid value: must be of type str, got int"],
+        ["spec.resourceClaims[0].name: Invalid value: 5: must be of type string"],
     ),
     Case(
         "metadata: name and namespace",

@@ -88,7 +88,7 @@ SPREAD_CASES = [
     Case(
         "wrong type is a field error, not a traceback",
         spread({"maxSkew": "one", "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule"}),
-        [f"{S}[0].maxSkew: Invalid value: must be of type int, got str"],
+        [f'{S}[0].maxSkew: Invalid value: "one": must be of type integer'],
     ),
 ]
 
@@ -144,7 +144,10 @@ AFFINITY_CASES = [
     Case(
         "terms not a list",
         pod_affinity(requiredDuringSchedulingIgnoredDuringExecution={"topologyKey": ZONE}),  # type: ignore[arg-type]
-        [f"{A}.requiredDuringSchedulingIgnoredDuringExecution: Invalid value: must be of type array, got object"],
+        [
+            f"{A}.requiredDuringSchedulingIgnoredDuringExecution: "
+            f'Invalid value: {{"topologyKey":"{ZONE}"}}: must be of type array'
+        ],
     ),
 ]
 

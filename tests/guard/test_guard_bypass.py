@@ -261,6 +261,48 @@ def test_root_writes_its_pid_to_the_root_cgroup(nsnet: NsNet, tmp_path: Path) ->
     assert recorded(r, "connect")[0]["addresses"] == [DENIED]
 
 
+CLONE3_INTO_CGROUP = """
+    import ctypes, errno, os, struct, sys
+    libc = ctypes.CDLL(None, use_errno=True)
+    def err():
+        return errno.errorcode.get(ctypes.get_errno(), str(ctypes.get_errno()))
+    view = os.open(sys.argv[2], os.O_RDONLY | os.O_DIRECTORY)  # the cgroup2 mount (in a run: its view)
+    # A cgroup2 file handle is the cgroup's id (FILEID_KERNFS); the root cgroup's id is 1.
+    handle = ctypes.create_string_buffer(struct.pack("=IiQ", 8, 0xFE, 1))
+    fd = libc.open_by_handle_at(view, handle, os.O_RDONLY | os.O_DIRECTORY)
+    print("handle=" + ("ok" if fd >= 0 else err()), flush=True)
+    target = fd if fd >= 0 else view
+    # struct clone_args (CLONE_ARGS_SIZE_VER2): flags CLONE_INTO_CGROUP, exit_signal SIGCHLD, cgroup = target.
+    args = ctypes.create_string_buffer(struct.pack("=11Q", 0x200000000, 0, 0, 0, 17, 0, 0, 0, 0, 0, target))
+    pid = libc.syscall(435, args, 88)
+    if pid == 0:
+        with open("/proc/self/cgroup") as f:
+            os.write(1, ("child=" + f.read().strip().splitlines()[-1] + "\\n").encode())
+        os.execvp("curl", ["curl", "-sS", "-m", "5", "-o", "/dev/null", sys.argv[1]])
+    elif pid < 0:
+        print("clone3=" + err(), flush=True)
+    else:
+        print("curl=" + str(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])), flush=True)
+"""
+
+
+def test_clone3_into_the_root_cgroup(nsnet: NsNet, tmp_path: Path) -> None:
+    """clone3(CLONE_INTO_CGROUP) needs an fd of the target cgroup. In the run's view no cgroup outside the run
+    can be opened by path, and opening the root cgroup by its file handle needs dac_read_search, which the run
+    does not have: the child starts in the run's cgroup and is guarded."""
+    attack = py(tmp_path, "clone3", CLONE3_INTO_CGROUP) + f" {nsnet.url(DENIED)} {cgroup.find_root()}"
+    control = unguarded(nsnet, attack)  # full root, no guard: the handle opens and the child lands at the root
+    assert "handle=ok" in control.stdout and "child=0::/\n" in control.stdout, control.stdout + control.stderr
+    nsnet.clear()
+    r = ns_guard(nsnet, tmp_path, attack, "--deny", DENIED)
+    assert "handle=EPERM" in r.stdout, r.stdout + r.stderr
+    assert "child=0::/\n" in r.stdout or "clone3=" in r.stdout, r.stdout  # the view's root is the run's cgroup
+    assert nsnet.hits(DENIED) == [], r.stdout
+    if "clone3=" not in r.stdout:
+        assert "curl=7" in r.stdout, r.stdout
+        assert recorded(r, "connect")[0]["addresses"] == [DENIED]
+
+
 def test_root_kills_the_reaper_then_the_guard(nsnet: NsNet, tmp_path: Path) -> None:
     find_reaper = py(
         tmp_path,

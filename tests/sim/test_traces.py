@@ -181,7 +181,7 @@ def test_format_options_are_checked(tmp_path: Path) -> None:
         load_jobs(own, window=TraceWindow(0, 1))
     with pytest.raises(InputError, match="no such trace file"):
         load_jobs(str(tmp_path / "missing.csv"), "phalanx")
-    with pytest.raises(InputError, match="cannot read the trace"):
+    with pytest.raises(InputError, match="cannot read workload"):
         load_jobs(str(tmp_path / "missing.json"))
     result = CliRunner().invoke(cli, ["simulate", "--trace-window", "0:1", "--report", str(tmp_path / "r.html")])
     assert result.exit_code == 2 and "--trace-window applies to --workload traces" in result.stderr

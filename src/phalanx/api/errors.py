@@ -47,6 +47,10 @@ class FieldError:
         return FieldError(path, f"Duplicate value: {_render(value)}")
 
     @staticmethod
+    def not_found(path: str, value: object) -> FieldError:
+        return FieldError(path, f"Not found: {_render(value)}")
+
+    @staticmethod
     def forbidden(path: str, detail: str) -> FieldError:
         return FieldError(path, f"Forbidden: {detail}")
 

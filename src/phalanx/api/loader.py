@@ -23,9 +23,24 @@ from phalanx.api import dra
 from phalanx.api import models as m
 from phalanx.api.dra_convert import CONVERTERS
 from phalanx.api.errors import FieldError, InputError, Problem, Source
+from phalanx.api.files import read_text
 from phalanx.api.gcpause import paused_gc
 
-__all__ = ["KINDS", "NAMESPACED", "Inventory", "RawObject", "decode", "load", "locate", "problem_at", "read"]
+__all__ = [
+    "KINDS",
+    "MAX_EXPANDED_NODES",
+    "NAMESPACED",
+    "Inventory",
+    "RawObject",
+    "check_aliasing",
+    "decode",
+    "json_type",
+    "load",
+    "locate",
+    "problem_at",
+    "read",
+    "type_error",
+]
 
 _Loader: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -82,6 +97,7 @@ class Inventory:
     sources: dict[int, Source] = field(default_factory=dict)
     texts: dict[str, str] = field(default_factory=dict)  # stdin's text, kept to locate lines
     trees: dict[str, list[yaml.Node]] = field(default_factory=dict)  # parsed once per file, only to locate lines
+    warnings: list[str] = field(default_factory=list)  # objects skipped, one line each, like problems
 
     def source_of(self, obj: object) -> Source:
         return self.sources.get(id(obj), Source("<generated>"))
@@ -111,30 +127,37 @@ _LISTS = {
 def load(paths: Sequence[str], stdin: TextIO | None = None) -> Inventory:
     """Read and decode every object under ``paths``. Raises :class:`InputError` listing every problem."""
     texts: dict[str, str] = {}
+    empty: list[str] = []
     with paused_gc():
-        raws = read(paths, stdin, texts)
-        return decode(raws, texts)
+        raws = read(paths, stdin, texts, empty)
+        inv = decode(raws, texts)
+    inv.warnings[:0] = empty
+    return inv
 
 
-def read(paths: Sequence[str], stdin: TextIO | None, texts: dict[str, str]) -> list[RawObject]:
-    """Parse the files into raw objects, flattening Lists. Unparseable files are errors."""
+def read(
+    paths: Sequence[str], stdin: TextIO | None, texts: dict[str, str], empty: list[str] | None = None
+) -> list[RawObject]:
+    """Parse the files into raw objects, flattening Lists. Unparseable files are errors; a file holding no
+    document is noted in ``empty`` (a warning: kubectl refuses to apply it)."""
     problems: list[str] = []
     out: list[RawObject] = []
-    for path in _expand(paths, problems):
+    for path in _expand(paths, problems, empty):
         try:
-            if path == "-":
-                text = (stdin or sys.stdin).read()
-                texts["-"] = text
-            else:
-                text = Path(path).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            problems.append(f"{path}: cannot read: {exc}")
+            text = _read_one(path, stdin, texts)
+        except InputError as exc:
+            problems += exc.lines
             continue
         try:
             docs = _parse(path, text)
         except (yaml.YAMLError, ValueError) as exc:
             problems.append(_parse_problem(path, exc))
             continue
+        except RecursionError:  # JSON nested deeper than Python's stack (libyaml stops such YAML itself)
+            problems.append(f"{path}: cannot parse: exceeded maximum nesting depth")
+            continue
+        if not docs and empty is not None:
+            empty.append(f"{path}: no objects in this file")
         for index, doc in enumerate(docs):
             _flatten(out, path, index, doc, problems)
     if problems:
@@ -142,12 +165,26 @@ def read(paths: Sequence[str], stdin: TextIO | None, texts: dict[str, str]) -> l
     return out
 
 
-def _expand(paths: Sequence[str], problems: list[str]) -> Iterator[str]:
+def _read_one(path: str, stdin: TextIO | None, texts: dict[str, str]) -> str:
+    if path != "-":
+        return read_text(path)
+    try:
+        text = (stdin or sys.stdin).read()
+    except UnicodeDecodeError as exc:
+        raise InputError([f"-: cannot read: not UTF-8 text ({exc.reason})"]) from exc
+    text = text.removeprefix("\ufeff")
+    texts["-"] = text
+    return text
+
+
+def _expand(paths: Sequence[str], problems: list[str], empty: list[str] | None = None) -> Iterator[str]:
     for path in paths:
         if path == "-":
             yield path
         elif os.path.isdir(path):
             found = sorted(str(p) for p in Path(path).rglob("*") if p.suffix in _SUFFIXES and p.is_file())
+            if not found and empty is not None:
+                empty.append(f"{path}: no *.yaml, *.yml or *.json files in this directory")
             yield from found
         elif os.path.exists(path):
             yield path
@@ -161,19 +198,53 @@ def _parse(path: str, text: str) -> list[Any]:
             return [json.loads(text)]
         except json.JSONDecodeError:
             pass  # a stream of JSON documents is still YAML
-    return [d for d in yaml.load_all(text, Loader=_Loader) if d is not None]
+    docs = [d for d in yaml.load_all(text, Loader=_Loader) if d is not None]
+    if "*" in text:  # aliases are written *name; without one no node can be shared
+        for doc in docs:
+            check_aliasing(doc)
+    return docs
+
+
+MAX_EXPANDED_NODES = 1_000_000
+
+
+def check_aliasing(doc: Any) -> None:
+    """Refuse a document whose aliases expand it far beyond its size (a "billion laughs" YAML bomb): decoding
+    walks every expanded node, so a few hundred bytes could take hours. Raises ValueError in go-yaml's words,
+    as kubectl reports it."""
+    sizes: dict[int, int] = {}  # id of a list or mapping -> its nodes, aliases expanded
+    stack: list[tuple[Any, bool]] = [(doc, False)]
+    while stack:  # post-order without recursion: a document may nest a thousand levels deep
+        node, done = stack.pop()
+        if not isinstance(node, dict | list) or (id(node) in sizes and not done):
+            continue
+        children = list(node.values() if isinstance(node, dict) else node)
+        if done:
+            sizes[id(node)] = 1 + sum(sizes.get(id(c), 1) if isinstance(c, dict | list) else 1 for c in children)
+            continue
+        stack.append((node, True))
+        stack.extend((c, False) for c in children if isinstance(c, dict | list) and id(c) not in sizes)
+    total = sizes.get(id(doc), 1)
+    if total > MAX_EXPANDED_NODES and total > 100 * len(sizes):
+        raise ValueError("document contains excessive aliasing")
 
 
 def _parse_problem(path: str, exc: Exception) -> str:
     mark = getattr(exc, "problem_mark", None)
     line = f":{mark.line + 1}" if mark is not None else ""
     problem = getattr(exc, "problem", None) or str(exc)
+    digits = _TOO_MANY_DIGITS.search(problem)
+    if digits:  # Python's own guard against quadratic int() parsing, in words for the file's author
+        problem = f"an integer of {digits[1]} digits (at most {sys.get_int_max_str_digits()} are read)"
     return f"{path}{line}: cannot parse: {problem}"
+
+
+_TOO_MANY_DIGITS = re.compile(r"Exceeds the limit .* value has (\d+) digits")
 
 
 def _flatten(out: list[RawObject], path: str, index: int, doc: Any, problems: list[str]) -> None:
     if not isinstance(doc, dict):
-        problems.append(f"{path}: document {index + 1}: expected an object, got {type(doc).__name__}")
+        problems.append(f"{path}: document {index + 1}: expected an object, got {json_type(doc)}")
         return
     kind = doc.get("kind")
     if isinstance(kind, str) and kind.endswith("List") and isinstance(doc.get("items"), list):
@@ -181,20 +252,23 @@ def _flatten(out: list[RawObject], path: str, index: int, doc: Any, problems: li
             if isinstance(item, dict):
                 out.append(RawObject(Source(path, index, item_index), item))
             else:
-                problems.append(f"{path}: items[{item_index}]: expected an object")
+                problems.append(f"{path}: items[{item_index}]: expected an object, got {json_type(item)}")
         return
     out.append(RawObject(Source(path, index), doc))
 
 
 def decode(raws: list[RawObject], texts: dict[str, str] | None = None) -> Inventory:
-    """Decode raw objects into typed models; known kinds only. Type errors carry their field path."""
+    """Decode raw objects into typed models; known kinds only. Type errors carry their field path. Objects that
+    are skipped (a kind phalanx does not read, no ``apiVersion``) become warnings in ``inv.warnings``."""
     inv = Inventory(texts=texts or {})
     problems: list[Problem] = []
     seen: dict[tuple[str, str, str], Source] = {}
+    skipped: dict[tuple[str, str, str], list[RawObject]] = {}
     for raw in raws:
-        version_kind = (str(raw.data.get("apiVersion", "")), str(raw.data.get("kind", "")))
+        version_kind = (_text(raw.data.get("apiVersion")), _text(raw.data.get("kind")))
         model = KINDS.get(version_kind)
         if model is None:
+            skipped.setdefault((raw.source.path, *version_kind), []).append(raw)
             continue
         convert = CONVERTERS.get(version_kind)
         try:
@@ -216,28 +290,122 @@ def decode(raws: list[RawObject], texts: dict[str, str] | None = None) -> Invent
         inv.sources[id(obj)] = raw.source
     if problems:
         raise InputError(problems)
+    inv.warnings = _skip_warnings(skipped, inv)
     return inv
+
+
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
+_VERSIONS: dict[str, list[str]] = {}
+for _version, _kind in KINDS:
+    _VERSIONS.setdefault(_kind, []).append(_version)
+
+
+def _skip_warnings(skipped: dict[tuple[str, str, str], list[RawObject]], inv: Inventory) -> list[str]:
+    """One warning per object skipped as malformed (no ``apiVersion`` or ``kind``, or a version of a kind phalanx
+    reads that it does not know), and one per file and kind phalanx does not read, at its first object."""
+    warnings: list[str] = []
+    for (_, version, kind), raws in skipped.items():
+        if version and kind and kind not in _VERSIONS:
+            more = f" ({len(raws) - 1} more in this file)" if len(raws) > 1 else ""
+            err = FieldError("", f"skipped: phalanx does not read {version} {kind}{more}")
+            warnings.append(_raw_problem(raws[0], err, inv).render())
+            continue
+        for raw in raws:
+            if not kind:
+                err = FieldError.required("kind", "the object is skipped")
+            elif not version:
+                err = FieldError.required("apiVersion", "the object is skipped")
+            else:
+                supported = ", ".join(f'"{v}"' for v in _VERSIONS[kind])
+                detail = f"supported values: {supported}: the object is skipped"
+                err = FieldError("apiVersion", f'Unsupported value: "{version}": {detail}')
+            warnings.append(_raw_problem(raw, err, inv).render())
+    return warnings
+
+
+def _raw_problem(raw: RawObject, err: FieldError, inv: Inventory) -> Problem:
+    meta = raw.data.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
+    kind = _text(raw.data.get("kind")) or "object"
+    return _problem(raw.source, kind, _text(meta.get("namespace")), _text(meta.get("name")), err, inv.texts, inv.trees)
 
 
 def _type_problem(
     raw: RawObject, exc: msgspec.ValidationError, texts: dict[str, str], trees: dict[str, list[yaml.Node]]
 ) -> Problem:
-    text = str(exc)
-    message, _, where = text.partition(" - at `$")
-    path = where.rstrip("`").lstrip(".")
     meta = raw.data.get("metadata")
     meta = meta if isinstance(meta, dict) else {}
-    detail = message.replace("Expected `", "must be of type ").replace("`, got `", ", got ").rstrip("`")
-    err = FieldError(path, f"Invalid value: {detail}")
+    err = type_error(raw.data, str(exc))
     return _problem(
         raw.source,
-        str(raw.data.get("kind")),
-        str(meta.get("namespace", "")),
-        str(meta.get("name", "")),
+        _text(raw.data.get("kind")),
+        _text(meta.get("namespace")),
+        _text(meta.get("name")),
         err,
         texts,
         trees,
     )
+
+
+_JSON_TYPES = {"str": "string", "int": "integer", "float": "number", "bool": "boolean", "null": "null"}
+_JSON_TYPES |= {"object": "object", "array": "array", "dict": "object", "list": "array", "NoneType": "null"}
+_EXPECTED = re.compile(r"^Expected `(?P<want>[^`]+)`, got `(?P<got>[^`]+)`")
+_MISSING = re.compile(r"^Object missing required field `(?P<field>[^`]+)`")
+
+
+def json_type(value: object) -> str:
+    """The JSON name of a decoded value's type (``string``, ``integer``, ``array`` ...), as Kubernetes says it."""
+    return _JSON_TYPES.get(type(value).__name__, type(value).__name__)
+
+
+def type_error(data: Any, message: str) -> FieldError:
+    """A msgspec decoding error in Kubernetes' words: ``spec.priority: Invalid value: "high": must be of type
+    integer``. ``data`` is the raw object, to show the value and to name a map key msgspec leaves as ``[...]``."""
+    text, _, where = message.partition(" - at `")
+    path = where.rstrip("`").removeprefix("$").lstrip(".")
+    if path.startswith("key` in `"):  # a map key that is not a string
+        path = path.removeprefix("key` in `").removeprefix("$").lstrip(".")
+        return FieldError(path, "Invalid value: map keys must be of type string")
+    missing = _MISSING.match(text)
+    if missing:
+        return FieldError.required(f"{path}.{missing['field']}".lstrip("."))
+    expected = _EXPECTED.match(text)
+    if expected is None:
+        return FieldError(path, f"Invalid value: {text}")
+    want = [_JSON_TYPES.get(t, t) for t in expected["want"].split(" | ") if t != "null"]
+    if "number" in want and "integer" in want:
+        want.remove("integer")
+    path, value = _resolve(data, path, expected["got"])
+    return FieldError(path, f"Invalid value: {_shown(value)}: must be of type {' or '.join(dict.fromkeys(want))}")
+
+
+def _resolve(data: Any, path: str, got: str) -> tuple[str, Any]:
+    """The value at ``path``; a ``[...]`` step (msgspec does not name map keys) becomes the first key whose value
+    has the type msgspec got."""
+    node, out = data, ""
+    for step in _split_path(path.replace("[...]", "[\0]")):
+        if step == "\0" and isinstance(node, dict):
+            step = next((k for k, v in node.items() if json_type(v) == _JSON_TYPES.get(got, got)), "...")
+            out += f"[{step}]"
+        elif isinstance(step, int):
+            out += f"[{step}]"
+        else:
+            out += f".{step}" if out else str(step)
+        try:
+            node = node[step]
+        except (KeyError, IndexError, TypeError):
+            return out, None
+    return out, node
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    text = json.dumps(value, default=str, ensure_ascii=False, separators=(",", ":"))
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def problem_at(inv: Inventory, obj: msgspec.Struct, err: FieldError) -> Problem:

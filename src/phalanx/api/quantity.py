@@ -12,7 +12,9 @@ import re
 from fractions import Fraction
 from functools import lru_cache
 
-__all__ = ["QuantityError", "milli_value", "parse_quantity", "value"]
+__all__ = ["MAX_DIGITS", "QuantityError", "milli_value", "parse_quantity", "value"]
+
+MAX_DIGITS = 1000
 
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 _DECIMAL = {
@@ -59,6 +61,8 @@ def _parse_str(text: str) -> Fraction:
     match = _QUANTITY.match(text)
     if match is None:
         raise QuantityError(_EXPECTED)
+    if len(match.group("num")) > MAX_DIGITS:  # no resource is that precise, and int() would refuse it anyway
+        raise QuantityError(f"quantity has more than {MAX_DIGITS} digits")
     number = Fraction(match.group("num"))
     suffix = match.group("suffix") or ""
     if suffix in _BINARY:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -19,7 +20,7 @@ import numpy.typing as npt
 
 from phalanx.api.models import Node, Taint
 from phalanx.arrays import BoolArray, IntArray
-from phalanx.cluster.resources import ResourceIndex, amount
+from phalanx.cluster.resources import ResourceIndex, allocatable_amount
 
 if TYPE_CHECKING:
     from phalanx.cluster.pods import PodInfo
@@ -28,6 +29,7 @@ __all__ = ["AffinityGroup", "HostPort", "LabelColumn", "NodeTable"]
 
 
 HostPort = tuple[str, str, int]  # (protocol, hostIP, port)
+_INTEGER = re.compile(r"[+-]?[0-9]+")
 
 
 @dataclass(slots=True)
@@ -54,8 +56,10 @@ class LabelColumn:
         parsed = np.zeros(len(self.values), dtype=np.int64)
         ok = np.zeros(len(self.values), dtype=bool)
         for i, v in enumerate(self.values):
-            with contextlib.suppress(ValueError):
-                parsed[i], ok[i] = int(v), True
+            # kube-scheduler parses with strconv.ParseInt(v, 10, 64): ASCII digits only, and within int64.
+            if _INTEGER.fullmatch(v):
+                with contextlib.suppress(OverflowError):
+                    parsed[i], ok[i] = int(v), True
         has = self.codes >= 0
         safe = np.where(has, self.codes, 0)
         if not self.values:
@@ -276,7 +280,7 @@ def _allocatable(node: Node, resources: ResourceIndex) -> tuple[IntArray, int]:
     source = node.status.allocatable or node.status.capacity
     for name, q in source.items():
         if name == "pods":
-            max_pods = amount(name, q)
+            max_pods = allocatable_amount(name, q)
         else:
-            row[resources.column[name]] = amount(name, q)
+            row[resources.column[name]] = allocatable_amount(name, q)
     return row, max_pods

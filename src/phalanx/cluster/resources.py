@@ -2,6 +2,12 @@
 
 CPU is counted in millicores, everything else in whole units (bytes, devices), exactly as kube-scheduler's
 ``framework.Resource`` does. ``pods`` is not a column: pod counts live in their own array.
+
+Amounts are exact up to ``MAX_AMOUNT`` (2^56 - 1 units: 7.2e13 cores, 64 PiB). kube-apiserver accepts far larger
+quantities (``cpu: 1e18``) and kube-scheduler's int64 milli-values overflow on them; here an allocatable above
+the limit counts as ``MAX_AMOUNT`` and a request above it as ``MAX_AMOUNT + 1``, which no node has, so such a pod
+is unschedulable (``Insufficient cpu``) rather than wrongly placed, and no sum or score over the int64 columns can
+overflow (scores multiply by 100).
 """
 
 from __future__ import annotations
@@ -20,9 +26,11 @@ __all__ = [
     "DEFAULT_MEMORY_REQUEST",
     "DEFAULT_MILLI_CPU_REQUEST",
     "EPHEMERAL_STORAGE",
+    "MAX_AMOUNT",
     "MEMORY",
     "PodRequests",
     "ResourceIndex",
+    "allocatable_amount",
     "amount",
     "defaulted_requests",
     "pod_requests",
@@ -36,12 +44,23 @@ DEFAULT_MILLI_CPU_REQUEST = 100
 DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
 
 Vector = npt.NDArray[np.int64]
+MAX_AMOUNT = 2**56 - 1
 
 
 def amount(resource: str, quantity: Quantity) -> int:
-    """The integer amount of a quantity of ``resource``: millicores for CPU, rounded-up units otherwise."""
+    """The exact integer amount of a quantity of ``resource``: millicores for CPU, rounded-up units otherwise."""
     q = parse_quantity(quantity)
     return milli_value(q) if resource == "cpu" else value(q)
+
+
+def allocatable_amount(resource: str, quantity: Quantity) -> int:
+    """A node's amount as the node table holds it: exact up to ``MAX_AMOUNT``, ``MAX_AMOUNT`` above."""
+    return min(amount(resource, quantity), MAX_AMOUNT)
+
+
+def _requested(exact: int) -> int:
+    """A pod's amount as the node table holds it: a request above ``MAX_AMOUNT`` fits no node."""
+    return exact if exact <= MAX_AMOUNT else MAX_AMOUNT + 1
 
 
 class ResourceIndex:
@@ -161,4 +180,5 @@ def pod_requests(pod: Pod) -> PodRequests:
     _add(total, overhead)
     nz_cpu += overhead.get("cpu", 0)
     nz_mem += overhead.get("memory", 0)
-    return PodRequests({k: v for k, v in total.items() if v}, nz_cpu, nz_mem)
+    # Summed exactly (Python integers), then saturated once for the int64 node table.
+    return PodRequests({k: _requested(v) for k, v in total.items() if v}, _requested(nz_cpu), _requested(nz_mem))

@@ -123,7 +123,9 @@ class GpuDevices:
     def per_row(self, tracker: ClaimTracker, rows: int) -> tuple[IntArray, IntArray]:
         """(GPU devices, allocated GPU devices) per node row; devices of nodes not in the table count nowhere."""
         inventory = tracker.inventory
-        if inventory is not self._inventory:  # reindexed (nodes added or deleted): recount
+        # Reindexed (nodes added or deleted): recount. An inventory without devices is not reindexed when a node
+        # goes, so the row count is compared too.
+        if inventory is not self._inventory or len(self._total) != rows:
             self._inventory = inventory
             self._gpu = np.array([self._is_gpu(d) for d in inventory.devices], dtype=bool)
             self._total = _count(inventory.device_node[self._gpu], rows)

@@ -10,7 +10,8 @@ from typing import Any
 
 from phalanx.api import dra
 from phalanx.api.models import ObjectMeta, ResourceClaimRef
-from phalanx.sim.devices import NUMA_NODE
+from phalanx.sim.devices import NUMA_NODE, cel_string
+from phalanx.sim.inputs import Fields
 
 __all__ = ["CLAIM_FIELDS", "CLAIM_NAME", "GpuClaim", "claim_template", "parse_claim", "pod_claims"]
 
@@ -30,42 +31,52 @@ class GpuClaim:
     match_attribute: str = ""
 
 
-def parse_claim(row: Mapping[str, Any]) -> GpuClaim | None:
+def parse_claim(row: Mapping[str, Any], fields: Fields, at: str = "", line: int | None = None) -> GpuClaim | None:
     """The claim a trace row asks for, or None (its GPUs are the ``nvidia.com/gpu`` extended resource). Any
-    of the DRA fields implies ``dra``; ``dra: false`` with one of them is a contradiction."""
-    given = {k: row[k] for k in CLAIM_FIELDS - {"dra"} if row.get(k) not in (None, "", False, "false")}
-    flag = _bool(row.get("dra"), "dra")
+    of the DRA fields implies ``dra``; ``dra: false`` with one of them is a contradiction. Problems go to
+    ``fields``, at ``at`` + the column; names and selectors are checked on the template (``trace``)."""
+    given = {k: row[k] for k in sorted(CLAIM_FIELDS - {"dra", "sameNumaNode"}) if not _absent(row.get(k))}
+    if _bool(row.get("sameNumaNode"), f"{at}sameNumaNode", fields, line):
+        given["sameNumaNode"] = True
+    flag = _bool(row.get("dra"), f"{at}dra", fields, line)
     if not given and not flag:
         return None
     if flag is False and row.get("dra") not in (None, ""):
-        raise ValueError(f"dra is false but {sorted(given)} ask for a claim")
-    match = str(given.get("matchAttribute") or "")
-    if _bool(given.get("sameNumaNode"), "sameNumaNode"):
+        detail = f"must not be false: {', '.join(given)} ask for a DRA claim"
+        fields.invalid(f"{at}dra", row["dra"], detail, line)
+    match = fields.text(given.get("matchAttribute"), f"{at}matchAttribute", "", line)
+    if given.get("sameNumaNode"):
         if match and match != NUMA_NODE:
-            raise ValueError(f"sameNumaNode and matchAttribute {match} disagree")
+            fields.invalid(f"{at}matchAttribute", match, f"must be {NUMA_NODE} (or unset) with sameNumaNode", line)
         match = NUMA_NODE
-    if match and "/" not in match:
-        raise ValueError(f"matchAttribute {match!r} must be a fully qualified name (domain/name)")
-    product = str(given.get("gpuProduct") or "")
-    if "'" in product or "\\" in product:
-        raise ValueError(f"gpuProduct {product!r} must not contain quotes or backslashes")
-    device_class = str(given.get("deviceClass") or GpuClaim.device_class)
-    return GpuClaim(device_class, product, str(given.get("gpuSelector") or ""), match)
+    return GpuClaim(
+        fields.text(given.get("deviceClass"), f"{at}deviceClass", GpuClaim.device_class, line),
+        fields.text(given.get("gpuProduct"), f"{at}gpuProduct", "", line),
+        fields.text(given.get("gpuSelector"), f"{at}gpuSelector", "", line),
+        match,
+    )
 
 
-def _bool(raw: Any, name: str) -> bool:
-    if raw in (None, "", False, "false", "False"):
+def _absent(raw: Any) -> bool:
+    return raw is None or (isinstance(raw, str) and not raw.strip())
+
+
+def _bool(raw: Any, path: str, fields: Fields, line: int | None) -> bool:
+    """A YAML boolean, or in CSV ``true``/``false``; ``1`` and ``0`` are not booleans (in Python they equal them)."""
+    if _absent(raw) or raw is False or (isinstance(raw, str) and raw.strip() in ("false", "False")):
         return False
-    if raw in (True, "true", "True"):
+    if raw is True or (isinstance(raw, str) and raw.strip() in ("true", "True")):
         return True
-    raise ValueError(f"{name} must be true or false, not {raw!r}")
+    fields.invalid(path, raw, "must be true or false", line)
+    return False
 
 
 def claim_template(name: str, namespace: str, count: int, claim: GpuClaim) -> dra.ResourceClaimTemplate:
     """The template ``name`` a job's pods generate their claims from: one request for ``count`` devices."""
     selectors = []
     if claim.product:
-        product = f"device.attributes['{_PRODUCT_DRIVER}'].productName == '{claim.product}'"
+        attribute = f"device.attributes[{cel_string(_PRODUCT_DRIVER)}].productName"
+        product = f"{attribute} == {cel_string(claim.product)}"  # the product is data, never CEL
         selectors.append(dra.DeviceSelector(cel=dra.CELDeviceSelector(expression=product)))
     if claim.selector:
         selectors.append(dra.DeviceSelector(cel=dra.CELDeviceSelector(expression=claim.selector)))

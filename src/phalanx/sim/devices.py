@@ -10,14 +10,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from phalanx.api import dra
+from phalanx.api.loader import json_type
 from phalanx.api.models import Node, ObjectMeta
 from phalanx.api.quantity import QuantityError, parse_quantity
+from phalanx.sim.inputs import Fields
 
 __all__ = [
     "GPU_DRIVER",
+    "MAX_DEVICES",
     "NUMA_NODE",
     "ClusterDevices",
     "PoolDevices",
+    "cel_string",
     "device_classes",
     "parse_pool_devices",
     "resource_slices",
@@ -27,6 +31,7 @@ GPU_DRIVER = "gpu.nvidia.com"
 NUMA_NODE = "resource.kubernetes.io/numaNode"
 TOPOLOGY_ATTRIBUTES = ("phalanx.dev/rack", "phalanx.dev/block")  # node labels copied onto each device
 _FIELDS = {"driver", "class", "productName", "memory", "numaNodes", "attributes", "extendedResourceName", "count"}
+MAX_DEVICES = 128  # devices in one ResourceSlice (kube-apiserver's limit); the pool's slice holds a node's GPUs
 
 
 @dataclass(frozen=True)
@@ -55,39 +60,65 @@ class ClusterDevices:
     gpu_drivers: frozenset[str] = frozenset({GPU_DRIVER})
 
 
-def parse_pool_devices(raw: dict[str, Any], where: str) -> PoolDevices | None:
-    """The pool's ``devices`` mapping, or ``dra: true`` for the defaults; None when the pool has neither."""
+def parse_pool_devices(raw: Mapping[str, Any], fields: Fields, at: str) -> PoolDevices | None:
+    """The pool's ``devices`` mapping, or ``dra: true`` for the defaults; None when the pool has neither. Names,
+    attributes and quantities are checked on the objects they become (``cluster_spec``)."""
+    if raw.get("dra") is not None and not isinstance(raw["dra"], bool):  # 1 == True in Python, not in YAML
+        fields.invalid(f"{at}.dra", raw["dra"], "must be true or false")
     if "devices" not in raw:
-        if raw.get("dra") not in (None, False, True):
-            raise ValueError(f"{where}.dra: must be true or false")
-        return PoolDevices() if raw.get("dra") else None
-    spec = raw["devices"]
-    if not isinstance(spec, dict):
-        raise ValueError(f"{where}.devices: must be a mapping")
-    unknown = set(spec) - _FIELDS
-    if unknown:
-        raise ValueError(f"{where}.devices: unknown field(s) {sorted(unknown)}")
-    attributes = spec.get("attributes") or {}
-    if not isinstance(attributes, dict) or not all(isinstance(v, str | int | bool) for v in attributes.values()):
-        raise ValueError(f"{where}.devices.attributes: must map names to strings, integers or booleans")
-    driver = str(spec.get("driver") or GPU_DRIVER)
-    out = PoolDevices(
+        return PoolDevices() if raw.get("dra") is True else None
+    spec = fields.mapping(raw["devices"], f"{at}.devices", _FIELDS)
+    at = f"{at}.devices"
+    attributes = {} if spec.get("attributes") is None else spec["attributes"]
+    if not isinstance(attributes, dict):
+        fields.invalid(f"{at}.attributes", json_type(attributes), "must be an object")
+        attributes = {}
+    for key, v in attributes.items():
+        if not isinstance(v, str | int | bool) or not isinstance(key, str):
+            fields.invalid(f"{at}.attributes[{key}]", json_type(v), "must be a string, an integer or a boolean")
+    driver = fields.text(spec.get("driver"), f"{at}.driver", GPU_DRIVER)
+    memory = fields.text(spec.get("memory"), f"{at}.memory", PoolDevices.memory)
+    _check_memory(memory, fields, f"{at}.memory")
+    return PoolDevices(
         driver=driver,
-        device_class=str(spec.get("class") or driver),
-        product=str(spec.get("productName") or PoolDevices.product),
-        memory=str(spec.get("memory") or PoolDevices.memory),
-        numa_nodes=int(spec.get("numaNodes", 2)),
-        attributes={str(k): v for k, v in attributes.items()},
-        extended_resource_name=str(spec.get("extendedResourceName", "nvidia.com/gpu") or ""),
-        count=int(spec.get("count", 0)),
+        device_class=fields.text(spec.get("class"), f"{at}.class", driver),
+        product=fields.text(spec.get("productName"), f"{at}.productName", PoolDevices.product),
+        memory=memory,
+        numa_nodes=fields.integer(spec.get("numaNodes"), f"{at}.numaNodes", 2, low=1, high=MAX_DEVICES),
+        attributes={str(k): v for k, v in attributes.items() if isinstance(v, str | int | bool)},
+        extended_resource_name=_extended_resource(spec, fields, at),
+        count=fields.integer(spec.get("count"), f"{at}.count", 0, high=MAX_DEVICES),
     )
+
+
+def _check_memory(memory: str, fields: Fields, at: str) -> None:
+    """A GPU's memory: kube-apiserver takes any quantity as a device capacity, a GPU has none below zero."""
     try:
-        parse_quantity(out.memory)
-    except QuantityError as exc:
-        raise ValueError(f"{where}.devices.memory: {exc}") from exc
-    if out.numa_nodes < 1 or out.count < 0:
-        raise ValueError(f"{where}.devices: numaNodes must be at least 1 and count not negative")
-    return out
+        negative = parse_quantity(memory) < 0
+    except QuantityError:
+        return  # reported with kube-apiserver's message when the slice is validated
+    if negative:
+        fields.invalid(at, memory, "must be greater than or equal to 0")
+
+
+def _extended_resource(spec: Mapping[str, Any], fields: Fields, at: str) -> str:
+    if "extendedResourceName" in spec and spec["extendedResourceName"] in (None, ""):
+        return ""  # written empty: no extended resource
+    return fields.text(spec.get("extendedResourceName"), f"{at}.extendedResourceName", "nvidia.com/gpu")
+
+
+def cel_string(text: str) -> str:
+    """``text`` as a CEL string literal: quotes, backslashes and control characters escaped, so a user's string
+    (a driver, a product name) is compared as data and can never close the literal and add an expression."""
+    out = []
+    for c in text:
+        if c in ("\\", "'"):
+            out.append("\\" + c)
+        elif ord(c) < 0x20 or ord(c) == 0x7F:
+            out.append(f"\\x{ord(c):02x}")
+        else:
+            out.append(c)
+    return "'" + "".join(out) + "'"
 
 
 def device_classes(pools: Iterable[PoolDevices]) -> list[dra.DeviceClass]:
@@ -111,7 +142,8 @@ def device_classes(pools: Iterable[PoolDevices]) -> list[dra.DeviceClass]:
 
 
 def _class_expression(driver: str) -> str:
-    return f"device.driver == '{driver}' && device.attributes['{driver}'].type == 'gpu'"
+    quoted = cel_string(driver)
+    return f"device.driver == {quoted} && device.attributes[{quoted}].type == 'gpu'"
 
 
 def resource_slices(node: Node, devices: PoolDevices, count: int) -> dra.ResourceSlice:
@@ -119,7 +151,7 @@ def resource_slices(node: Node, devices: PoolDevices, count: int) -> dra.Resourc
     name = node.metadata.name
     per_numa = -(-count // devices.numa_nodes)  # GPUs fill NUMA node 0 first, as PCIe slots are numbered
     return dra.ResourceSlice(
-        metadata=ObjectMeta(name=f"{name}-{devices.driver}"),
+        metadata=ObjectMeta(name=f"{name}-{devices.driver.lower()}"),  # drivers are compared lower-cased
         spec=dra.ResourceSliceSpec(
             driver=devices.driver,
             node_name=name,

@@ -1,10 +1,11 @@
-"""A trace job as Kubernetes objects: a batch/v1 Indexed Job, which the Job controller (the one ``schedule`` runs)
-turns into pods and, for a multi-pod job, a Workload and PodGroup carrying the trace's priority, minCount and
-topology intent."""
+"""A trace job (``JobRecord``) and its Kubernetes objects: a batch/v1 Indexed Job, which the Job controller (the one
+``schedule`` runs) turns into pods and, for a multi-pod job, a Workload and PodGroup carrying the trace's priority,
+minCount and topology intent."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 import msgspec
@@ -20,20 +21,55 @@ from phalanx.api.models import (
     Pod,
     PodGroup,
     PodGroupSchedulingPolicy,
+    PodGroupSpec,
     PodSpec,
     PodTemplateSpec,
     ResourceRequirements,
     Toleration,
 )
 from phalanx.controllers.job import reconcile_job
-from phalanx.sim.device_claims import claim_template, pod_claims
-from phalanx.sim.workload import GPU, JobRecord
+from phalanx.sim.cluster_spec import GPU
+from phalanx.sim.device_claims import GpuClaim, claim_template, pod_claims
 
-__all__ = ["GPU", "NAMESPACE", "batch_job", "claim_template_of", "job_name", "job_objects", "tolerations_for"]
+__all__ = [
+    "GPU",
+    "NAMESPACE",
+    "JobRecord",
+    "batch_job",
+    "claim_template_of",
+    "job_name",
+    "job_objects",
+    "tolerations_for",
+    "trace_pod_group",
+]
 
 NAMESPACE = "sim"
 _EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
+
+
+@dataclass(frozen=True)
+class JobRecord:
+    """One job of a trace: ``pods`` identical pods, all needed at once when ``min_count`` equals ``pods``."""
+
+    name: str
+    submit: float  # seconds from the start
+    duration: float  # seconds of running once all pods run
+    pods: int
+    cpu: str = "1"
+    memory: str = "4Gi"
+    gpus: int = 0
+    min_count: int = 0  # 0: all pods
+    priority: int = 0
+    topology: str = ""  # "" or "required:<label>" or "preferred:<label>"
+    failure_probability: float = 0.0  # chance that an attempt fails (one pod fails) before it completes
+    backoff_limit: int = 6  # the Job's spec.backoffLimit: pod failures tolerated before the job fails
+    claim: GpuClaim | None = None  # the pod's ``gpus`` come from a ResourceClaimTemplate instead of nvidia.com/gpu
+    queue: str = ""  # the trace's queue or virtual cluster (public traces); shown in the report, not scheduled on
+
+    @property
+    def gang(self) -> int:
+        return self.min_count or self.pods
 
 
 def batch_job(job: JobRecord, attempt: int, tolerations: Sequence[Toleration] = ()) -> Job:
@@ -41,11 +77,13 @@ def batch_job(job: JobRecord, attempt: int, tolerations: Sequence[Toleration] = 
     make, so its pods and PodGroup get new names."""
     name = job_name(job, attempt)
     requests: dict[str, str | int | float] = {"cpu": job.cpu, "memory": job.memory}
+    limits: dict[str, str | int | float] = {}
     entries, refs = pod_claims(_template_name(name)) if job.claim is not None else ([], [])
     if job.gpus and job.claim is None:
-        requests[GPU] = job.gpus
+        requests[GPU] = limits[GPU] = job.gpus  # an extended resource cannot be overcommitted: limit = request
+    resources = ResourceRequirements(requests=requests, limits=limits, claims=refs)
     template = PodSpec(
-        containers=[Container(name="main", resources=ResourceRequirements(requests=requests, claims=refs))],
+        containers=[Container(name="main", resources=resources)],
         priority=job.priority,
         tolerations=list(tolerations),
         resource_claims=entries,
@@ -119,3 +157,15 @@ def _with_trace_intent(pg: PodGroup, job: JobRecord, topology: bool) -> PodGroup
     # Workload-aware preemption ranks groups by the PodGroup's priority, which admission resolves.
     spec = msgspec.structs.replace(pg.spec, scheduling_policy=policy_spec, priority=job.priority)
     return msgspec.structs.replace(pg, metadata=msgspec.structs.replace(pg.metadata, annotations=notes), spec=spec)
+
+
+def trace_pod_group(job: JobRecord) -> PodGroup | None:
+    """The PodGroup a gang policy gives the job (None for a single pod), as the Job controller would create it
+    with the trace's intent, but without creating the job's pods: what validating a trace row needs."""
+    if job.pods <= 1:
+        return None
+    policy = PodGroupSchedulingPolicy(gang=GangSchedulingPolicy(min_count=job.pods))
+    group = PodGroup(
+        metadata=ObjectMeta(name=job.name, namespace=NAMESPACE), spec=PodGroupSpec(scheduling_policy=policy)
+    )
+    return _with_trace_intent(group, job, topology=True)

@@ -91,28 +91,40 @@ class SweepPlan:
     policies: tuple[str, ...] = ()
 
 
-def plan(p: SweepPlan, default_policies: Sequence[str]) -> tuple[list[SimulationRun], list[str]]:
-    """The runs of the sweep, in output order, and notes for the user (trace rows a reader skipped). Every input
-    is read and checked here, before any run starts: a bad one is an InputError."""
+def plan(p: SweepPlan, default_policies: Sequence[str]) -> tuple[list[SimulationRun], list[str], list[str]]:
+    """The runs of the sweep, in output order, notes for the user (trace rows a reader skipped) and warnings
+    (input objects skipped or ignored, once per trace). Every input is read and checked here, before any run
+    starts: a bad one is an InputError."""
     if p.seeds < 1:
         raise InputError([f"--seeds must be at least 1, got {p.seeds}"])
     if p.window is not None and not p.workloads:
         raise InputError(["--trace-window applies to --workload traces in a public format (philly, helios)"])
     specs = list(p.policies) or list(default_policies)
-    policies = [policy_of(spec) for spec in specs]
+    policies = [_policy(spec) for spec in specs]
     names = [x.name for x in policies]
     if len(set(names)) != len(names):
         raise InputError([f"two policies are named alike: {', '.join(names)}"])
     runs: list[SimulationRun] = []
     notes: list[str] = []
+    warnings: list[str] = []
     for trace, path in _traces(p.workloads, p.preset):
         loaded = load_jobs(path, p.workload_format, p.window) if path is not None else None
         if loaded is not None:
             notes.extend(f"{path}: {n}" for n in loaded.notes)
         for seed in range(p.seed, p.seed + p.seeds):
             scenario = _scenario(p, path, seed, loaded.jobs if loaded is not None else None)
+            if seed == p.seed:
+                warnings.extend(w for w in scenario.warnings if w not in warnings)
             runs.extend(SimulationRun(RunKey(trace, seed, x.name), scenario, x) for x in policies)
-    return runs, notes
+    return runs, notes, warnings
+
+
+def _policy(spec: str) -> Policy:
+    """``policy_of``, with its problems attributed to the flag they come from."""
+    try:
+        return policy_of(spec)
+    except InputError as exc:
+        raise InputError([f"--policy: {line}" for line in exc.lines]) from exc
 
 
 def _traces(workloads: Sequence[str], preset: str) -> list[tuple[str, str | None]]:

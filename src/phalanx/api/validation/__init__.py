@@ -13,9 +13,11 @@ import msgspec
 
 from phalanx.api import dra, names
 from phalanx.api import models as m
+from phalanx.api.admission import RuntimeClasses
 from phalanx.api.errors import FieldError, Problem
 from phalanx.api.gcpause import paused_gc
 from phalanx.api.loader import Inventory, problem_at
+from phalanx.api.validation.admission import admission_problems, priority_class_names
 from phalanx.api.validation.device_class import validate_device_class
 from phalanx.api.validation.job import validate_job
 from phalanx.api.validation.meta import validate_object_meta
@@ -69,10 +71,17 @@ def validate_object(obj: msgspec.Struct) -> list[FieldError]:
 
 
 def validate(inv: Inventory) -> list[Problem]:
-    """Every problem of every object in ``inv``, in input order, each pointing at its file and line."""
+    """Every problem of every object in ``inv``, in input order, each pointing at its file and line: the
+    object's own, then the admission rules that need the rest of the snapshot (PriorityClass, RuntimeClass)."""
     objects = list(inv.all_objects())
     # inv.sources was filled in input order; objects without a source (generated) go last.
     position = {key: i for i, key in enumerate(inv.sources)}
     objects.sort(key=lambda obj: position.get(id(obj), len(position)))
+    classes, runtime_classes = priority_class_names(inv.priority_classes), RuntimeClasses(inv.runtime_classes)
     with paused_gc():
-        return [problem_at(inv, obj, err) for obj in objects for err in validate_object(obj)]
+        return [
+            problem_at(inv, obj, err)
+            for obj in objects
+            for errs in (validate_object(obj), admission_problems(obj, classes, runtime_classes))
+            for err in errs
+        ]

@@ -5,6 +5,8 @@ Inter-pod affinity is kept undecoded by the models and is not validated here.
 
 from __future__ import annotations
 
+import re
+
 from phalanx.api import models as m
 from phalanx.api import names
 from phalanx.api.errors import FieldError
@@ -16,6 +18,7 @@ _IN_NOT_IN = ("In", "NotIn")
 _EXISTS = ("Exists", "DoesNotExist")
 _GT_LT = ("Gt", "Lt")
 _NODE_FIELDS = {"metadata.name": names.check_dns_subdomain}
+_INTEGER = re.compile(r"[+-]?[0-9]+")
 
 
 def validate_node_affinity(affinity: m.NodeAffinity, path: str) -> list[FieldError]:
@@ -78,11 +81,8 @@ def _validate_expression(req: m.NodeSelectorRequirement, path: str, required: bo
 
 
 def _is_integer(text: str) -> bool:
-    try:
-        int(text, 10)
-    except ValueError:
-        return False
-    return text.strip() == text and "_" not in text
+    """What ``strconv.ParseInt(text, 10, 64)`` accepts: an optional sign, decimal digits, within int64."""
+    return _INTEGER.fullmatch(text) is not None and len(text) <= 20 and not f.int64("", int(text))
 
 
 def _validate_field(req: m.NodeSelectorRequirement, path: str) -> list[FieldError]:

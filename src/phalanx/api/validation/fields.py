@@ -12,6 +12,7 @@ import msgspec
 
 from phalanx.api import names
 from phalanx.api.errors import FieldError
+from phalanx.api.loader import type_error
 
 __all__ = [
     "Shown",
@@ -19,6 +20,8 @@ __all__ = [
     "dns_label",
     "dns_subdomain",
     "enum",
+    "int32",
+    "int64",
     "joined_label_value",
     "key",
     "label_value",
@@ -95,6 +98,26 @@ def enum(path: str, value: str | None, supported: Iterable[str]) -> list[FieldEr
     return [FieldError.unsupported(path, value, allowed)]
 
 
+INT32 = (-(2**31), 2**31 - 1)
+INT64 = (-(2**63), 2**63 - 1)
+
+
+def int32(path: str, value: int | None) -> list[FieldError]:
+    """An ``int32`` field: kube-apiserver cannot decode a number outside its range (YAML integers are unbounded)."""
+    return _in_range(path, value, INT32, "must be of type int32")
+
+
+def int64(path: str, value: int | None) -> list[FieldError]:
+    """An ``int64`` field, likewise."""
+    return _in_range(path, value, INT64, "must be of type int64")
+
+
+def _in_range(path: str, value: int | None, bounds: tuple[int, int], detail: str) -> list[FieldError]:
+    if value is None or bounds[0] <= value <= bounds[1]:
+        return []
+    return [FieldError.invalid(path, value, detail)]
+
+
 def joined_label_value(path: str, value: str) -> list[FieldError]:
     """A label value whose problems kube-apiserver reports in one message, joined by ';' (taints, tolerations)."""
     msgs = names.check_label_value(value)
@@ -121,6 +144,6 @@ def decode(path: str, raw: object, into: type[Decoded]) -> tuple[Decoded | None,
     try:
         return msgspec.convert(raw, into), []
     except msgspec.ValidationError as exc:
-        message, _, where = str(exc).partition(" - at `$")
-        detail = message.replace("Expected `", "must be of type ").replace("`, got `", ", got ").rstrip("`")
-        return None, [FieldError(path + where.rstrip("`"), f"Invalid value: {detail}")]
+        err = type_error(raw, str(exc))
+        at = f"{path}.{err.path}" if err.path and not err.path.startswith("[") else path + err.path
+        return None, [FieldError(at, err.message)]

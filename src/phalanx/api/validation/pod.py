@@ -55,6 +55,7 @@ def _validate_spec(spec: m.PodSpec) -> list[FieldError]:
     errs += _validate_placement(spec)
     if spec.priority_class_name:
         errs += f.dns_subdomain("spec.priorityClassName", spec.priority_class_name)
+    errs += f.int32("spec.priority", spec.priority)
     errs += validate_preemption_policy("spec.preemptionPolicy", spec.preemption_policy)
     errs += _validate_scheduling_group(spec.scheduling_group)
     errs += _validate_scheduling_gates(spec.scheduling_gates)
@@ -182,6 +183,7 @@ def _validate_tolerations(tolerations: list[m.Toleration]) -> list[FieldError]:
         elif tol.operator != "Exists":
             detail = 'operator must be Exists when `key` is empty, which means "match all values and all keys"'
             errs.append(FieldError.invalid(f"{at}.operator", tol.operator, detail))
+        errs += f.int64(f"{at}.tolerationSeconds", tol.toleration_seconds)
         if tol.toleration_seconds is not None and tol.effect != "NoExecute":
             detail = "effect must be 'NoExecute' when `tolerationSeconds` is set"
             errs.append(FieldError.invalid(f"{at}.effect", tol.effect, detail))

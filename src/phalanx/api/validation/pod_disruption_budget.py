@@ -36,7 +36,9 @@ def validate_pod_disruption_budget(pdb: m.PodDisruptionBudget) -> list[FieldErro
 
 def _validate_int_or_percent(path: str, value: int | str) -> list[FieldError]:
     if isinstance(value, int):
-        return [FieldError.invalid(path, value, "must be greater than or equal to 0")] if value < 0 else []
+        if value < 0:
+            return [FieldError.invalid(path, value, "must be greater than or equal to 0")]
+        return f.int32(path, value)  # an IntOrString's integer is an int32
     if not _PERCENT.fullmatch(value):
         return [FieldError.invalid(path, value, _PERCENT_MSG)]
     if int(value[:-1]) > 100:

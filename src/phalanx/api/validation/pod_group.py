@@ -94,6 +94,8 @@ def _validate_policy(path: str, policy: m.PodGroupSchedulingPolicy | None) -> li
             errs.append(FieldError.required(at))
         elif min_count < 1:
             errs.append(FieldError.invalid(at, min_count, "must be greater than or equal to 1"))
+        else:
+            errs += f.int32(at, min_count)
     return errs
 
 

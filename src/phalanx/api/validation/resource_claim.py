@@ -129,7 +129,7 @@ def _validate_allocation_mode(path: str, mode: str, count: int) -> list[FieldErr
     if mode == EXACT_COUNT:
         if count < 0:
             return [FieldError.invalid(f"{path}.count", count, "must be greater than zero")]
-        return []
+        return f.int64(f"{path}.count", count)
     return [FieldError.unsupported(f"{path}.allocationMode", mode, list(ALLOCATION_MODES))]
 
 

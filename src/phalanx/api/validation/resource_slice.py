@@ -72,7 +72,8 @@ def _validate_pool(pool: dra.ResourcePool) -> list[FieldError]:
         errs.append(
             FieldError.invalid("spec.pool.generation", pool.generation, "must be greater than or equal to zero")
         )
-    return errs
+    errs += f.int64("spec.pool.resourceSliceCount", pool.resource_slice_count)
+    return errs + f.int64("spec.pool.generation", pool.generation)
 
 
 def _validate_node_selection(spec: dra.ResourceSliceSpec) -> list[FieldError]:
@@ -195,8 +196,10 @@ def _validate_attribute(path: str, a: dra.DeviceAttribute) -> list[FieldError]:
     members = [a.bool_, a.int_, a.string, a.version, a.bools, a.ints, a.strings, a.versions]
     set_count = sum(member is not None for member in members)
     if set_count == 1 and (a.int_ is not None or a.bool_ is not None):
-        return []  # the common case, with nothing more to check
-    errs: list[FieldError] = []
+        return f.int64(f"{path}.int", a.int_)  # the common case, with nothing more to check
+    errs = f.int64(f"{path}.int", a.int_)
+    for i, n in enumerate(a.ints or []):
+        errs += f.int64(f"{path}.ints[{i}]", n)
     if a.string is not None:
         errs += _string_value(f"{path}.string", a.string)
     if a.version is not None:

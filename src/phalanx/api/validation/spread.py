@@ -63,6 +63,7 @@ def validate_topology_spread_constraints(raw: list[dict[str, Any]]) -> list[Fiel
         at = f"{path}[{i}]"
         if c.max_skew <= 0:
             errs.append(FieldError.invalid(f"{at}.maxSkew", c.max_skew, _NOT_POSITIVE))
+        errs += f.int32(f"{at}.maxSkew", c.max_skew)
         errs += _validate_topology_key(f"{at}.topologyKey", c.topology_key)
         errs += _validate_when_unsatisfiable(f"{at}.whenUnsatisfiable", c.when_unsatisfiable)
         # A pair repeated later is reported on the earlier constraint, as kube-apiserver does.
@@ -87,6 +88,7 @@ def _validate_min_domains(path: str, c: _SpreadConstraint) -> list[FieldError]:
     errs = []
     if c.min_domains <= 0:
         errs.append(FieldError.invalid(path, c.min_domains, _NOT_POSITIVE))
+    errs += f.int32(path, c.min_domains)
     if c.when_unsatisfiable != "DoNotSchedule":
         detail = f"can only use minDomains if whenUnsatisfiable=DoNotSchedule, not {c.when_unsatisfiable}"
         errs.append(FieldError.invalid(path, c.min_domains, detail))

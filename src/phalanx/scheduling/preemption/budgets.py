@@ -40,8 +40,8 @@ class Budgets:
             ns = pdb.metadata.namespace
             allowed = pdb.status.disruptions_allowed
             if allowed is None:
-                healthy = sum(1 for p in placed if p.namespace == ns and sel.matches(p.pod.metadata.labels))
-                allowed = max(0, healthy - _desired_healthy(pdb, healthy))
+                covered = [p for p in placed if p.namespace == ns and sel.matches(p.pod.metadata.labels)]
+                allowed = _disruptions_allowed(pdb, covered)
             out.append(_Budget(ns, sel, allowed, frozenset(pdb.status.disrupted_pods)))
         return cls(out)
 
@@ -64,13 +64,28 @@ class Budgets:
         return violating, fine
 
 
-def _desired_healthy(pdb: PodDisruptionBudget, expected: int) -> int:
+def _disruptions_allowed(pdb: PodDisruptionBudget, covered: Sequence[PodInfo]) -> int:
+    """What the disruption controller would write to status: healthy pods (every placed pod counts as healthy)
+    minus the desired healthy count, and 0 when no pod is expected. A ``maxUnavailable`` or percentage budget
+    counts only pods with a controller, each controller's scale taken as its pods here (the snapshot has no scale
+    subresource); bare pods are unmanaged and expect nothing, so such a budget over bare pods allows no
+    disruption, as kube-controller-manager decides (``getExpectedPodCount``)."""
     spec = pdb.spec
     if spec.max_unavailable is not None:
-        return expected - _scaled(spec.max_unavailable, expected)
-    if spec.min_available is not None:
-        return _scaled(spec.min_available, expected)
-    return expected
+        expected = _managed(covered)
+        desired = max(0, expected - _scaled(spec.max_unavailable, expected))
+    elif isinstance(spec.min_available, int):
+        expected, desired = len(covered), spec.min_available
+    elif spec.min_available is not None:
+        expected = _managed(covered)
+        desired = _scaled(spec.min_available, expected)
+    else:
+        expected = desired = 0
+    return max(0, len(covered) - desired) if expected > 0 else 0
+
+
+def _managed(pods: Sequence[PodInfo]) -> int:
+    return sum(1 for p in pods if any(ref.controller for ref in p.pod.metadata.owner_references))
 
 
 def _scaled(value: int | str, total: int) -> int:

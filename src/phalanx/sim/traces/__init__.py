@@ -23,7 +23,7 @@ def detect_format(path: str) -> str:
         with open(path, "rb") as f:
             head = f.read(4096).decode("utf-8", errors="replace")
     except OSError as exc:
-        raise InputError([f"{path}: cannot read the trace: {exc.strerror or exc}"]) from exc
+        raise InputError([f"{path}: cannot read workload: {exc.strerror or exc}"]) from exc
     text = head.lstrip()
     if text.startswith("[") and '"jobid"' in text and '"attempts"' in text:
         return "philly"

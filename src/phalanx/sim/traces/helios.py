@@ -27,7 +27,7 @@ def load_helios(path: str) -> LoadedTrace:
                 raise InputError([f"{path}: not a Helios cluster log: missing column(s) {sorted(missing)}"])
             rows = list(reader)
     except OSError as exc:
-        raise InputError([f"{path}: cannot read the trace: {exc.strerror or exc}"]) from exc
+        raise InputError([f"{path}: cannot read workload: {exc.strerror or exc}"]) from exc
     skipped, problems = Skipped(), []
     parsed: list[tuple[datetime, float, dict[str, str], int, int, int]] = []
     for line, row in enumerate(rows, start=2):  # line 1 is the header

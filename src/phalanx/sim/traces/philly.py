@@ -41,7 +41,7 @@ def load_philly(path: str) -> LoadedTrace:
     try:
         raw = msgspec.json.decode(Path(path).read_bytes(), type=list[_Job])
     except OSError as exc:
-        raise InputError([f"{path}: cannot read the trace: {exc.strerror or exc}"]) from exc
+        raise InputError([f"{path}: cannot read workload: {exc.strerror or exc}"]) from exc
     except msgspec.ValidationError as exc:
         raise InputError([f"{path}: not a Philly job log: {exc}"]) from exc
     except msgspec.DecodeError as exc:
