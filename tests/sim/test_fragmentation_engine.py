@@ -4,6 +4,7 @@ the same way (first fit), and its claims never overfill a GPU."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -42,6 +43,30 @@ def test_engine_places_every_pod_where_the_array_runner_does(
     assert engine.node.tolist() == array.node.tolist()
     assert engine.used.tolist() == array.used.tolist()
     assert engine.at100 == array.at100
+
+
+def test_gpu_share_scores_kept_per_need_equal_scoring_every_node_afresh(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The plugin keeps each need's scores and rescores only the nodes whose usage changed, sharing them between
+    pods that differ in memory alone; on every cycle of a run that must equal the policy over all feasible nodes,
+    and the placements must stay the array runner's (whose cache is per full shape, memory included)."""
+    # pairs of pods alike but for memory, so that needs share their cached scores
+    pods = replace(PODS, mem=PODS.mem + 512 * (np.arange(len(PODS.names)) % 3))
+    checked: list[int] = []
+    cached = GpuShare._scores
+
+    def fresh_too(self: GpuShare, view: gs.GpuView, need: gs.GpuPod, rows: object, target: object) -> object:
+        got = cached(self, view, need, rows, target)  # type: ignore[arg-type]
+        policy = gs.POLICIES[self.args.policy]
+        assert got.tolist() == policy(view, need, rows, target).tolist()  # type: ignore[arg-type]
+        checked.append(len(got))
+        return got
+
+    monkeypatch.setattr(GpuShare, "_scores", fresh_too)
+    for policy in ("phalanx", "fgd"):
+        monkeypatch.setitem(gs.CHOOSERS, policy, first_fit)
+        engine = fe.run_engine(NODES, pods, policy, 42)
+        assert engine.node.tolist() == run(NODES, pods, policy, 42).node.tolist()
+    assert len(checked) > len(pods.names) and max(checked) > 1
 
 
 def test_engine_run_is_deterministic_and_never_overfills_a_gpu() -> None:

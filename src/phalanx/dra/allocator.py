@@ -72,6 +72,12 @@ class Allocator:
         this node. Pure: never changes ``state``; the caller applies a chosen result with state.add(). Raises
         AllocationError for fatal errors. Deterministic: identical inputs give identical results (shareID is a
         UUID derived from a hash of claim namespace/name/uid, request and device, not random)."""
+        return self.results(row, claims, self.solve(row, claims))
+
+    def solve(self, row: int, claims: Sequence[dra.ResourceClaim]) -> Outcome | None:
+        """``allocate`` without building the results: the devices chosen by position on the node, or None when
+        there is no solution (``invalid_pools`` set as by allocate). Filter asks this of every node and builds
+        results (``results``) only for the few it needs."""
         self.stats.calls += 1
         key = None
         if self._prune:
@@ -80,11 +86,17 @@ class Allocator:
             known, outcome = self._outcomes.get(key)
             if known:
                 self.stats.shape_hits += 1
-                return self._finish(row, claims, outcome)
+                self._invalid(row, outcome)
+                return outcome
         outcome = self._search(row, claims)
         if key is not None:
             self._outcomes.put(key, outcome)
-        return self._finish(row, claims, outcome)
+        self._invalid(row, outcome)
+        return outcome
+
+    def _invalid(self, row: int, outcome: Outcome | None) -> None:
+        pools = self.inventory.node_pools(row)
+        self.invalid_pools = [p.pool_id_text for p in pools if p.invalid] if outcome is None else []
 
     def _selection(self, claims: Sequence[dra.ResourceClaim]) -> Callable[[DeviceInfo], Hashable]:
         """Per device, what the claims' selectors and constraints see of it (for the shape key)."""
@@ -135,12 +147,11 @@ class Allocator:
             ),
         )
 
-    def _finish(
+    def results(
         self, row: int, claims: Sequence[dra.ResourceClaim], outcome: Outcome | None
     ) -> list[dra.AllocationResult] | None:
-        """Results for node ``row`` from an outcome found on it or on an alike node."""
-        pools = self.inventory.node_pools(row)
-        self.invalid_pools = [p.pool_id_text for p in pools if p.invalid] if outcome is None else []
+        """Results for node ``row`` and ``claims`` from an outcome ``solve`` found on it or on an alike node (the
+        claims' own names and UIDs go into the results, so claims of one spec share an outcome)."""
         if outcome is None:
             return None
         visible = self.inventory.visible(row)

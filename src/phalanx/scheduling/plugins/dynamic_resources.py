@@ -2,9 +2,10 @@
 claim its preferred ``firstAvailable`` alternative score higher (Score, the prioritized list).
 
 Filter: an allocated claim restricts the pod to its allocation's nodeSelector; the unallocated claims must be
-allocatable together on the node (``phalanx.dra.allocator``). Allocation results are cached per claim spec (pods
-from one template share them) over the full node table, and only the rows whose devices changed since are
-recomputed (``NodeTable.changes``; allocations that are not node-local invalidate everything). Reserve and
+allocatable together on the node (``phalanx.dra.allocator``). Allocation outcomes (the devices chosen, by
+position; results are built only where Score or slot counting asks) are cached per claim spec (pods from one
+template share them) over the full node table, and only the rows whose devices changed since are recomputed
+(``NodeTable.changes``; allocations that are not node-local invalidate everything). Reserve and
 Unreserve live in ``scheduling/resource_claims.py``.
 
 Beyond v1.36 (whose Filter rejections are always UnschedulableAndUnresolvable): ``resolvable_rows`` names the nodes
@@ -27,6 +28,7 @@ from phalanx.cluster.nodes import NodeTable
 from phalanx.cluster.pods import PodInfo
 from phalanx.dra.allocator import AllocationError
 from phalanx.dra.inventory import DeviceInventory
+from phalanx.dra.outcomes import Outcome
 from phalanx.scheduling.events import ClusterEvent
 from phalanx.scheduling.framework import MAX_NODE_SCORE, BoolArray, CycleState, IntArray, StateKey
 from phalanx.scheduling.handle import Handle
@@ -79,7 +81,7 @@ class _View:
 @dataclass
 class _Entry:
     ok: BoolArray
-    results: dict[int, list[dra.AllocationResult] | None]
+    outcomes: dict[int, Outcome | None]  # results are built from them only where asked (``_results``)
     base: int
     pos: int
     epoch: int
@@ -215,19 +217,24 @@ class DynamicResources:
         allocator = self.binding.tracker.allocator
         for row in rows:
             try:
-                found = allocator.allocate(row, todo)
+                found = allocator.solve(row, todo)
             except AllocationError as exc:
                 # Fatal for the attempt (a broken selector or class): no node is feasible, and the reason says why.
                 entry.error = str(exc)
                 entry.ok[:] = False
-                entry.results.clear()
+                entry.outcomes.clear()
                 return
-            entry.results[row] = found
+            entry.outcomes[row] = found
             entry.ok[row] = found is not None
             if found is None and allocator.invalid_pools:
                 entry.invalid.add(row)
             else:
                 entry.invalid.discard(row)
+
+    def _results(self, entry: _Entry, row: int, todo: list[dra.ResourceClaim]) -> list[dra.AllocationResult] | None:
+        """The allocation results on ``row`` for ``todo`` (claims of the entry's spec) from the entry's outcome."""
+        assert self.binding is not None
+        return self.binding.tracker.allocator.results(row, todo, entry.outcomes.get(row))
 
     def resolvable_rows(self, state: CycleState, pod: PodInfo, nodes: NodeTable, rejected: BoolArray) -> BoolArray:
         """Of the ``rejected`` nodes, those where the pod's claims could be allocated once the claims reserved only
@@ -277,13 +284,18 @@ class DynamicResources:
         if view.todo:
             entry = self._allocatable(view.todo, pod, nodes)
             error, invalid = entry.error, entry.invalid
-        for row in rejected:
-            if not selected[row]:
-                out[_NOT_AVAILABLE] += 1
-            elif int(row) in invalid:
-                out[_INVALID_POOLS] += 1  # ErrFailedAllocationOnNode
-            else:
-                out[Reason(error, unresolvable=True, error=True) if error else _CANNOT_ALLOCATE] += 1
+        # One reason per row, counted with arrays (a full cluster rejects every node for every pod that comes);
+        # the reasons enter the Counter in the order their first row comes, as a loop over the rows would.
+        rows = np.asarray(rejected, dtype=np.intp)
+        kind = np.where(selected[rows], 2, 0)
+        if invalid:
+            kind[(kind == 2) & np.isin(rows, np.fromiter(invalid, dtype=np.intp, count=len(invalid)))] = 1
+        failed = Reason(error, unresolvable=True, error=True) if error else _CANNOT_ALLOCATE
+        reasons = [_NOT_AVAILABLE, _INVALID_POOLS, failed]
+        counts = np.bincount(kind, minlength=3)
+        present = np.flatnonzero(counts)
+        for k in present[np.argsort([int(np.argmax(kind == k)) for k in present])].tolist():
+            out[reasons[k]] += int(counts[k])  # ErrFailedAllocationOnNode for the rows of invalid pools
         return out
 
     # --- slots (topology placement and preemption count a gang's members per node) -------------------------------
@@ -333,7 +345,7 @@ class DynamicResources:
         for row in np.flatnonzero(entry.ok & (caps > 0)):
             added: list[dra.AllocationResult] = []
             try:
-                found = entry.results.get(int(row))
+                found = self._results(entry, int(row), todo)
                 while found is not None:
                     for allocation in found:
                         tracker.allocated.add(allocation)
@@ -358,7 +370,7 @@ class DynamicResources:
         entry = self._allocatable(view.todo, pod, nodes)
         out = np.zeros(len(feasible), dtype=np.int64)
         for i, row in enumerate(feasible):
-            results = entry.results.get(int(row))
+            results = self._results(entry, int(row), view.todo)
             if results is not None:
                 out[i] = sum(_preference(claim, result) for claim, result in zip(view.todo, results, strict=True))
         return out

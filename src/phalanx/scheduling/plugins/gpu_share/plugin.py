@@ -94,7 +94,10 @@ class GpuShare:
         self._target = self.args.target
         self._target_at = 0
         self._rng = np.random.default_rng([self.args.seed, 1])
-        self._cache: dict[gs.GpuPod, tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]] = {}
+        # Scores per pod need (below), each row stamped with the row's version when it was scored; a row's version
+        # goes up when its usage changes, so a stale score is one whose stamp differs (no pass over the entries).
+        self._cache: dict[gs.GpuPod, tuple[npt.NDArray[np.float64], IntArray]] = {}
+        self._version: IntArray = np.zeros(0, dtype=np.int64)
 
     @property
     def binding(self) -> ClaimBinding | None:
@@ -148,12 +151,12 @@ class GpuShare:
                 np.full(devices.index.shape, -1, dtype=np.int64),
                 devices.model,
             )
+            self._version = np.zeros(len(nodes), dtype=np.int64)
             self._refresh(nodes, devices, np.arange(len(nodes)))
         elif self._pos[1] < len(log):
             dirty = np.unique(np.asarray(log[self._pos[1] :], dtype=np.intp))
             self._refresh(nodes, devices, dirty)
-            for _, valid in self._cache.values():
-                valid[dirty] = False
+            self._version[dirty] += 1
         self._pos = (nodes.changes_base, len(log))
         return self._view
 
@@ -222,18 +225,21 @@ class GpuShare:
         self, view: gs.GpuView, need: gs.GpuPod, rows: IntArray, target: gs.TargetDistribution
     ) -> npt.NDArray[np.float64]:
         """The policy's scores on ``rows``. A node's score depends on that node alone, so scores are kept per pod
-        need and recomputed only on nodes whose usage changed (Random draws anew every time)."""
+        need and recomputed only on nodes whose usage changed since (Random draws anew every time). The policies
+        read the pod's CPU and GPUs only (memory and models are Filter's), so pods that differ in those alone
+        share their scores."""
         policy = gs.POLICIES[self.args.policy]
         if self.args.policy == "random" or self.args.target is None:
             return np.asarray(policy(view, need, rows, target, self._rng), dtype=np.float64)
-        if need not in self._cache:
+        key = gs.GpuPod(need.cpu, 0, need.num_gpu, need.gpu_milli)
+        if key not in self._cache:
             n = len(view.cpu_free)
-            self._cache[need] = (np.zeros(n, dtype=np.float64), np.zeros(n, dtype=np.bool_))
-        values, valid = self._cache[need]
-        todo = rows[~valid[rows]]
+            self._cache[key] = (np.zeros(n, dtype=np.float64), np.full(n, -1, dtype=np.int64))
+        values, stamp = self._cache[key]
+        todo = rows[stamp[rows] != self._version[rows]]
         if len(todo):
-            values[todo] = policy(view, need, todo, target, self._rng)
-            valid[todo] = True
+            values[todo] = policy(view, key, todo, target, self._rng)
+            stamp[todo] = self._version[todo]
         return values[rows]
 
     def normalize(self, scores: IntArray) -> IntArray:
