@@ -142,3 +142,42 @@ def test_ray_missing_is_a_usage_error(monkeypatch: pytest.MonkeyPatch, tmp_path:
     result = CliRunner().invoke(cli, ["simulate", "--ray", "--report", str(tmp_path / "r.html")])
     assert result.exit_code == 2
     assert result.stderr == "--ray needs Ray in this environment: pip install 'phalanx[ray]'\n"
+
+
+class _AbortingRay:
+    """Stands in for the ``ray`` module's init/shutdown only: the Ray Client proxy of a busy head aborting the
+    first connections, as seen in CI. (The real Ray paths are tests/sim/test_sweep_ray.py.)"""
+
+    def __init__(self, failures: int) -> None:
+        self.failures, self.calls = failures, 0
+
+    def init(self, **options: object) -> None:
+        self.calls += 1
+        if self.calls <= self.failures:
+            raise ConnectionAbortedError("Initialization failure from server:")
+
+    def shutdown(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize(("failures", "joins"), [(2, True), (3, False)])
+def test_a_ray_client_connection_aborted_by_a_busy_head_is_retried(
+    monkeypatch: pytest.MonkeyPatch, failures: int, joins: bool
+) -> None:
+    import socket
+    import sys
+
+    from phalanx.api.errors import InputError
+    from phalanx.sim.sweep import ray_tasks
+
+    fake = _AbortingRay(failures)
+    monkeypatch.setitem(sys.modules, "ray", fake)
+    monkeypatch.setattr(ray_tasks.time, "sleep", lambda s: None)
+    with socket.create_server(("127.0.0.1", 0)) as head:
+        address = f"ray://127.0.0.1:{head.getsockname()[1]}"
+        if joins:
+            assert ray_tasks.connect(address) is fake
+        else:
+            with pytest.raises(InputError, match="cannot join a Ray cluster: ConnectionAbortedError"):
+                ray_tasks.connect(address)
+    assert fake.calls == min(failures + 1, 3)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import socket
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -18,6 +19,7 @@ __all__ = ["RaySession", "connect"]
 
 _INSTALL = "--ray needs Ray in this environment: pip install 'phalanx[ray]'"
 _REACH_TIMEOUT = 10.0  # seconds to open a TCP connection to the head
+_CLIENT_ATTEMPTS = 3  # Ray Client connections aborted by a busy head's proxy: tries before giving up
 
 
 def _ray() -> Any:
@@ -36,11 +38,19 @@ def connect(address: str) -> Any:
         options.update(address=None, include_dashboard=False)
     else:
         options["address"] = address
-    try:
-        ray.init(**options)
-    except (ConnectionError, ValueError, RuntimeError) as exc:
-        ray.shutdown()
-        raise InputError([f"--ray {address}: cannot join a Ray cluster: {describe(exc)}"]) from exc
+    for attempt in range(1, _CLIENT_ATTEMPTS + 1):
+        try:
+            ray.init(**options)
+            break
+        except (ConnectionError, ValueError, RuntimeError) as exc:
+            ray.shutdown()
+            # The Ray Client proxy starts a server per client; on a busy head it can miss its start-up deadline
+            # and abort the connection ("Initialization failure from server"). That is worth a retry; nothing
+            # else is.
+            transient = address.startswith("ray://") and isinstance(exc, ConnectionAbortedError)
+            if not transient or attempt == _CLIENT_ATTEMPTS:
+                raise InputError([f"--ray {address}: cannot join a Ray cluster: {describe(exc)}"]) from exc
+            time.sleep(2.0 * attempt)
     return ray
 
 
