@@ -555,14 +555,20 @@ def test_learned_addresses_are_labelled(nsnet: NsNet, tmp_path: Path) -> None:
 # ---- the guard's own integrity, from outside -----------------------------------------------------------------
 
 
-def test_the_reaper_killed_from_outside_stops_the_run(net: Net, tmp_path: Path) -> None:
+def _start_guarded_sleeper(net: Net, tmp_path: Path) -> tuple[subprocess.Popen[str], Path]:
+    """A guarded `sleep 30`, returned once its command runs (the guard is set up), and its events file."""
     require_guard_support()
     ready, events = tmp_path / "ready", tmp_path / "events.jsonl"
     proc = subprocess.Popen(guarded(net, f"touch {ready}; sleep 30", events=events), stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while not ready.exists() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    return proc, events
+
+
+def test_the_reaper_killed_from_outside_stops_the_run(net: Net, tmp_path: Path) -> None:
+    proc, events = _start_guarded_sleeper(net, tmp_path)
     try:
-        deadline = time.monotonic() + 30
-        while not ready.exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
         guard_pid = proc.pid  # unshare and sh exec into the guard: the same pid
         assert b"phalanx" in Path(f"/proc/{guard_pid}/cmdline").read_bytes()
         children = [int(p) for p in Path(f"/proc/{guard_pid}/task/{guard_pid}/children").read_text().split()]
@@ -600,13 +606,8 @@ def test_setns_into_the_hosts_mount_namespace(nsnet: NsNet, tmp_path: Path) -> N
 
 
 def test_a_program_detached_from_outside_stops_the_run(net: Net, tmp_path: Path) -> None:
-    require_guard_support()
-    ready, events = tmp_path / "ready", tmp_path / "events.jsonl"
-    proc = subprocess.Popen(guarded(net, f"touch {ready}; sleep 30", events=events), stderr=subprocess.PIPE, text=True)
+    proc, events = _start_guarded_sleeper(net, tmp_path)
     try:
-        deadline = time.monotonic() + 30
-        while not ready.exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
         (run_cg,) = [p for p in (cgroup.find_root() / cgroup.PARENT).iterdir() if p.name.startswith(f"{proc.pid}-")]
         links = json.loads(subprocess.run(["bpftool", "-j", "link", "show"], capture_output=True, text=True,
                                           timeout=30, check=True).stdout)  # fmt: skip

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 
-__all__ = ["ClusterEvent"]
+__all__ = ["POD_PLACEMENT_EVENTS", "ClusterEvent"]
 
 
 class ClusterEvent(enum.Enum):
@@ -22,3 +22,16 @@ class ClusterEvent(enum.Enum):
     POD_GROUP_ADD = "PodGroupAdd"
     RESOURCE_CLAIM_CHANGE = "ResourceClaimChange"  # a claim appeared, changed or was deallocated
     RESOURCE_SLICE_CHANGE = "ResourceSliceChange"  # devices or DeviceClasses changed
+
+
+# A matching pod placed or gone, or a node added or relabelled, changes a topology domain's counts (spread skew,
+# inter-pod affinity and anti-affinity): the events that may help a pod those plugins rejected.
+POD_PLACEMENT_EVENTS = frozenset(
+    {
+        ClusterEvent.POD_ADD,
+        ClusterEvent.ASSIGNED_POD_ADD,
+        ClusterEvent.POD_DELETE,
+        ClusterEvent.NODE_ADD,
+        ClusterEvent.NODE_UPDATE,
+    }
+)

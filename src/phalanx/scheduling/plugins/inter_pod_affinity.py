@@ -22,7 +22,7 @@ from phalanx.api.errors import FieldError
 from phalanx.api.models import PodAffinity
 from phalanx.cluster.nodes import AffinityGroup, NodeTable
 from phalanx.cluster.pods import PodInfo
-from phalanx.scheduling.events import ClusterEvent
+from phalanx.scheduling.events import POD_PLACEMENT_EVENTS
 from phalanx.scheduling.framework import (
     MAX_NODE_SCORE,
     BoolArray,
@@ -261,15 +261,7 @@ def _new(args: InterPodAffinityArgs | None, handle: Handle) -> InterPodAffinity:
     return InterPodAffinity(args)
 
 
-EVENTS = frozenset(
-    {
-        ClusterEvent.POD_ADD,
-        ClusterEvent.ASSIGNED_POD_ADD,
-        ClusterEvent.POD_DELETE,
-        ClusterEvent.NODE_ADD,
-        ClusterEvent.NODE_UPDATE,
-    }
-)
+EVENTS = POD_PLACEMENT_EVENTS
 PLUGIN: PluginSpec[InterPodAffinityArgs] = PluginSpec(
     NAME, _new, frozenset({"preFilter", "filter", "preScore", "score"}), EVENTS, parse_args, default_weight=2
 )

@@ -23,7 +23,7 @@ from phalanx.api.models import LabelSelector, Pod, TopologySpreadConstraint
 from phalanx.cluster.node_selector import terms_mask
 from phalanx.cluster.nodes import NodeTable
 from phalanx.cluster.pods import PodInfo
-from phalanx.scheduling.events import ClusterEvent
+from phalanx.scheduling.events import POD_PLACEMENT_EVENTS
 from phalanx.scheduling.framework import (
     MAX_NODE_SCORE,
     BoolArray,
@@ -381,16 +381,7 @@ def _new(args: PodTopologySpreadArgs | None, handle: Handle) -> PodTopologySprea
     return PodTopologySpread(args)
 
 
-# A matching pod placed or gone changes a domain's count either way (skew, affinity, anti-affinity).
-EVENTS = frozenset(
-    {
-        ClusterEvent.POD_ADD,
-        ClusterEvent.ASSIGNED_POD_ADD,
-        ClusterEvent.POD_DELETE,
-        ClusterEvent.NODE_ADD,
-        ClusterEvent.NODE_UPDATE,
-    }
-)
+EVENTS = POD_PLACEMENT_EVENTS
 PLUGIN: PluginSpec[PodTopologySpreadArgs] = PluginSpec(
     NAME, _new, frozenset({"preFilter", "filter", "preScore", "score"}), EVENTS, parse_args, default_weight=2
 )
