@@ -175,8 +175,8 @@ class Scheduler:
         composite_pod_groups: Iterable[CompositePodGroup] = (),
     ) -> None:
         """Take a snapshot: nodes first, then groups (PodGroups and CompositePodGroups), then DRA objects, then pods
-        (bound pods accounted, pending pods queued). Raises AdmissionError or UnknownPriorityClass for a pod the API server would not have
-        admitted."""
+        (bound pods accounted, pending pods queued). Raises AdmissionError or UnknownPriorityClass for a pod the
+        API server would not have admitted."""
         with paused_gc():
             self.priorities = self._groups.priorities = PriorityResolver(priority_classes)
             self.runtime_classes = RuntimeClasses(runtime_classes)
