@@ -136,7 +136,7 @@ def test_children_are_confined_to_the_domain_their_parent_takes(rules: Rules) ->
 def test_bound_members_count_toward_a_leafs_min_count() -> None:
     nodes = [make_node("n1").allocatable(cpu="4").obj()]
     pods = [make_pod("a-0").group("a").requests(cpu="1").node("n1").obj(), *members("a", 2)[1:], *members("b", 1)]
-    s, log = engine(nodes, [pg("a", 2, "root"), pg("b", 1, "root")], [cpg("root", 2)], pods)
+    _, log = engine(nodes, [pg("a", 2, "root"), pg("b", 1, "root")], [cpg("root", 2)], pods)
     assert phases(log) == {"a-0": "Running", "a-1": "Scheduled", "b-0": "Scheduled"}
 
 
