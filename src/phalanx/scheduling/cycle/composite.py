@@ -24,23 +24,29 @@ Algorithm (``schedule_tree``):
   3. Submit: bind every placed member of every satisfied leaf under satisfied ancestors, or roll everything back;
      write PodGroupScheduled and CompositePodGroupScheduled for every group of the tree.
 
-Preemption for a tree that does not fit is not run yet (docs/scheduling.md says so): the tree waits for capacity.
+  4. Preemption at the root (``_preempt``), when the root failed but preemption could help (Unschedulable, not
+     UnschedulableAndUnresolvable) and WorkloadAwarePreemption is on: workload-aware preemption's victim search
+     with the whole tree algorithm as its simulation; the victims go only if the tree then fits, and every
+     member waits nominated to its node.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from phalanx.arrays import BoolArray
 from phalanx.cluster.pods import PodInfo
 from phalanx.scheduling import outcome as o
 from phalanx.scheduling import placement as tas
-from phalanx.scheduling.context import CycleContext
+from phalanx.scheduling.context import CycleContext, Preemptor
 from phalanx.scheduling.cycle.members import Failed, GroupCycle, Placed, bound_members, default_algorithm, forget
 from phalanx.scheduling.cycle.placement import bound_member_rows
 from phalanx.scheduling.cycle.pod import rejection_of
+from phalanx.scheduling.plugins.default_preemption import NAME as DEFAULT_PREEMPTION
 from phalanx.scheduling.plugins.gang_scheduling import NAME as GANG
+from phalanx.scheduling.preemption.workload import group_preemption_policy_never, select_group_victims, victim_units
 from phalanx.scheduling.profile import Profile
 from phalanx.scheduling.recorder import Rejection
 from phalanx.scheduling.trees import INVALID, KIND_COMPOSITE, TreeNode, TreeProblem
@@ -51,6 +57,7 @@ SUCCESS = "Success"
 UNSCHEDULABLE = "Unschedulable"
 UNRESOLVABLE = "UnschedulableAndUnresolvable"
 RULE = "composite_min_first_backtracking"
+_WAITS_FOR_VICTIMS = frozenset({DEFAULT_PREEMPTION})
 _MAX_TRIES = 64  # phalanx's backtracking: child attempts per tree cycle beyond the first choices
 
 
@@ -96,14 +103,25 @@ def schedule_tree(ctx: CycleContext, first: PodInfo, tree: TreeNode) -> None:
             ctx.reject(pi, Rejection(o.REASON_SCHEDULER_ERROR, mixed))
         return
     t = _Tree(ctx, ctx.profile_for(everyone[0]), tree, members, greedy=not ctx.rules.composite_min_first_backtracking)
-    run = _solve(t, tree, None, limit=not t.greedy)
+    run = _place_tree(t)
+    _submit(t, run)
+    if not run.ok and run.status == UNSCHEDULABLE and ctx.gates.workload_aware_preemption:
+        began = time.perf_counter()
+        _preempt(t, everyone)
+        ctx.stats.preemption_seconds.append(time.perf_counter() - began)
+    ctx.stats.cycle_seconds.append(time.perf_counter() - start)
+
+
+def _place_tree(t: _Tree) -> _Run:
+    """The tree algorithm from the root; on success its placements stay assumed."""
+    t.tries = _MAX_TRIES
+    run = _solve(t, t.root, None, limit=not t.greedy)
     if run.ok and not t.greedy:
         _extend(t, run)
     if run.ok and not _any_placed(run):
         _forget(t, run)
-        run = _Run(tree, False, UNSCHEDULABLE, None)  # v1.37 needs at least one pod placed to succeed
-    _submit(t, run)
-    ctx.stats.cycle_seconds.append(time.perf_counter() - start)
+        run = _Run(t.root, False, UNSCHEDULABLE, None)  # v1.37 needs at least one pod placed to succeed
+    return run
 
 
 def reject_problem(ctx: CycleContext, first: PodInfo, problem: TreeProblem) -> None:
@@ -433,3 +451,58 @@ def _condition(ctx: CycleContext, kind: str, key: str, status: str, reason: str,
     group = ctx.groups.get(key)
     if group is not None:
         ctx.set_condition(group, status, reason, message)
+
+
+# --- preemption at the root -------------------------------------------------------------------------------------------
+
+
+class _TreeSimulator:
+    """Workload-aware preemption's what-if: the whole tree algorithm on the current state, then forgotten."""
+
+    def __init__(self, t: _Tree) -> None:
+        self.t = t
+
+    def placements(self) -> tuple[dict[str, int], bool]:
+        run = _place_tree(self.t)
+        rows = {pi.key: row for pi, row in _placements(run)} if run.ok else {}
+        if run.ok:
+            _forget(self.t, run)
+        return rows, run.ok
+
+    def count(self, rows: Sequence[int]) -> tuple[int, bool]:
+        placed, ok = self.placements()
+        return len(placed), ok
+
+
+def _preempt(t: _Tree, everyone: list[PodInfo]) -> None:
+    """v1.37: preemption is decided at the root, for the whole tree. Victims are lower-priority units outside the
+    tree; they are evicted only if the tree then fits."""
+    ctx = t.ctx
+    if not t.profile.preemption or group_preemption_policy_never(ctx, everyone):
+        return
+    leaves = {leaf.key for leaf in t.root.leaves()}
+    priority = max(ctx.groups.priority(k) for k in leaves)
+    own = next(iter(sorted(leaves)))
+    units = [u for u in victim_units(ctx, own, priority) if not any(p.group_key in leaves for p in u.pods)]
+    if not units:
+        return
+    found = select_group_victims(ctx, units, _TreeSimulator(t))
+    if found is None or not found.victims:
+        return
+    names = ctx.state.table.names
+    for pi in everyone:
+        row = found.nominated.get(pi.key)
+        ctx.reject(
+            pi,
+            Rejection(o.REASON_UNSCHEDULABLE, o.MSG_WAITING_PREEMPTION, _WAITS_FOR_VICTIMS),
+            names[row] if row is not None else None,
+        )
+    for node in t.root.walk():
+        _condition(ctx, node.kind, node.key, "False", o.REASON_UNSCHEDULABLE, o.MSG_WAITING_PREEMPTION)
+    victims = [p for u in found.victims for p in u.pods]
+    keys = [n.key for n in t.root.walk()] + [v.key for v in victims]
+    for rule in sorted(found.rules):
+        ctx.changed_by(rule, keys)
+    meta = t.root.composite.metadata if t.root.composite is not None else None
+    namespace, name = (meta.namespace, meta.name) if meta is not None else ("", t.root.name)
+    ctx.evict(victims, Preemptor(t.root.kind, namespace, name, t.profile.scheduler_name))
