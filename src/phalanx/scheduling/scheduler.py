@@ -92,6 +92,7 @@ class Scheduler:
         self._groups = PodGroups(gang, self.priorities, enabled=self._gates.generic_workload)
         # v1.36 has no CompositePodGroup: under --compat v1.36 every PodGroup of a tree is scheduled on its own.
         self._trees = CompositeGroups(self._groups, enabled=config.compat != "v1.36")
+        self._groups.tree_units = self._trees
         self.pods: dict[str, PodInfo] = {}
         self.bound_elsewhere: set[str] = set()  # pods bound to nodes missing from the snapshot
         self.queue = SchedulingQueue(self._pre_enqueue, EVENT_HINTS, GROUP_SCOPED)

@@ -96,6 +96,7 @@ class CompositeGroups:
         self.composites: dict[str, CompositePodGroup] = {}
         self.conditions: dict[str, o.GroupCondition] = {}
         self._children: dict[str, list[tuple[str, str]]] | None = None  # parent key -> (kind, key), cached
+        self._units: dict[str, str | None] = {}  # PodGroup key -> victim unit above it, cached
 
     def add(self, cpg: CompositePodGroup) -> str:
         key = pod_key(cpg.metadata.namespace, cpg.metadata.name)
@@ -114,6 +115,7 @@ class CompositeGroups:
     def changed(self) -> None:
         """A PodGroup or CompositePodGroup came or went: the children index is rebuilt on next use."""
         self._children = None
+        self._units = {}
 
     def in_tree(self, group: GroupInfo) -> bool:
         """Whether the PodGroup belongs to a tree (names a parent) and trees are on."""
@@ -197,6 +199,45 @@ class CompositeGroups:
         if node.group is not None:
             return len(self.groups.members_of(node.key)) >= (node.min_count or 1)
         return sum(1 for c in node.children if self.admissible(c)) >= (node.min_count or 1)
+
+    # --- victim units (groups.TreeUnits) ---------------------------------------------------------------------------
+
+    def unit_above(self, key: str) -> str | None:
+        """v1.37: a pod's victim unit is its highest ancestor with disruptionMode ``all``; the key is
+        ``CompositePodGroup:<namespace>/<name>``."""
+        if key not in self._units:
+            self._units[key] = self._climb(key) if self.enabled else None
+        return self._units[key]
+
+    def _climb(self, key: str) -> str | None:
+        group = self.groups.groups.get(key)
+        if group is None:
+            return None
+        ns, parent, found, seen = group.pod_group.metadata.namespace, _parent(group.pod_group), None, set()
+        while parent and pod_key(ns, parent) not in seen:
+            cpg_key = pod_key(ns, parent)
+            seen.add(cpg_key)
+            if cpg_key not in self.composites:
+                break
+            if self.disrupts_together(cpg_key):
+                found = f"{KIND_COMPOSITE}:{cpg_key}"
+            parent = _parent(self.composites[cpg_key])
+        return found
+
+    def unit_members(self, unit: str) -> set[str]:
+        """Every non-terminal pod of the PodGroups under the unit's CompositePodGroup."""
+        key = unit.partition(":")[2]
+        if key not in self.composites:
+            return set()
+        root = self._build(KIND_COMPOSITE, key, 1)
+        return {m for leaf in root.leaves() if leaf.key for m in self.groups.members_of(leaf.key)}
+
+    def unit_priority(self, unit: str) -> int:
+        cpg = self.composites.get(unit.partition(":")[2])
+        spec = cpg.spec if cpg is not None else None
+        if spec is None:
+            return self.groups.priorities.resolve(None, "")
+        return self.groups.priorities.resolve(spec.priority, spec.priority_class_name)
 
     def disrupts_together(self, key: str) -> bool:
         cpg = self.composites.get(key)
