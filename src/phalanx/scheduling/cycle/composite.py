@@ -36,12 +36,22 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from phalanx.arrays import BoolArray
 from phalanx.cluster.pods import PodInfo
 from phalanx.scheduling import outcome as o
 from phalanx.scheduling import placement as tas
 from phalanx.scheduling.context import CycleContext, Preemptor
-from phalanx.scheduling.cycle.members import Failed, GroupCycle, Placed, bound_members, default_algorithm, forget
+from phalanx.scheduling.cycle.members import (
+    Failed,
+    GroupCycle,
+    Placed,
+    bound_members,
+    default_algorithm,
+    forget,
+    heterogeneous,
+)
 from phalanx.scheduling.cycle.placement import bound_member_rows
 from phalanx.scheduling.cycle.pod import rejection_of
 from phalanx.scheduling.plugins.default_preemption import NAME as DEFAULT_PREEMPTION
@@ -314,8 +324,9 @@ def _options(t: _Tree, node: TreeNode, within: BoolArray | None, limit: bool) ->
             pinned = tas.pinned_domain(table, key, bound_member_rows(_leaf_cycle(t, node, limit)[0]))
         except tas.PlacementError:
             return []
-    scored = []
-    for dom in tas.domains(table, key, pinned):
+    counted = _counted_options(t, node, key, within, pinned, limit)
+    scored = counted if counted is not None else []
+    for dom in tas.domains(table, key, pinned) if counted is None else []:
         mask = dom.mask if within is None else dom.mask & within
         if not mask.any():
             continue
@@ -327,6 +338,28 @@ def _options(t: _Tree, node: TreeNode, within: BoolArray | None, limit: bool) ->
     if leaf_intent is not None and leaf_intent.mode in ("preferred", "unconstrained"):
         ordered.append(within)  # the phalanx annotations' last resort: anywhere
     return ordered
+
+
+def _counted_options(
+    t: _Tree, node: TreeNode, key: str, within: BoolArray | None, pinned: str | None, limit: bool
+) -> list[tuple[tas.Domain, BoolArray, list[PodInfo]]] | None:
+    """A leaf of identical members judged node by node fits a domain exactly when the domain's free slots cover
+    it (greedy placement of identical pods is optimal), so its domains are counted in one vector pass instead of
+    a trial run each. None when that is not exact."""
+    if node.group is None:
+        return None
+    c, need = _leaf_cycle(t, node, limit)
+    table = t.ctx.state.table
+    if not c.members or heterogeneous(c.members) or not tas.per_node_only(t.profile, c.members[0], table):
+        return None
+    room = c.room()
+    free = tas.per_domain(table, key, room if within is None else np.where(within, room, 0))
+    out = []
+    for dom in tas.domains(table, key, pinned):
+        count = min(len(c.members), int(free[dom.code]))
+        if c.bound + count >= need:
+            out.append((dom, dom.mask if within is None else dom.mask & within, c.members[:count]))
+    return out
 
 
 def _topology(t: _Tree, node: TreeNode) -> tuple[str | None, tas.Intent | None]:
