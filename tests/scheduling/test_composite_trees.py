@@ -183,3 +183,28 @@ def test_the_tree_is_scheduled_whichever_member_pops_first() -> None:
     pods += [make_pod(f"b-{i}").group("b").requests(cpu="1").created(early).obj() for i in range(2)]
     _, log = engine(nodes, [pg("a", 2, "root"), pg("b", 2, "root")], [cpg("root", 2)], pods)
     assert set(phases(log).values()) == {"Scheduled"}
+
+
+def test_a_queued_member_whose_parent_is_deleted_waits_and_schedules_when_it_returns() -> None:
+    nodes = [make_node("n1").allocatable(cpu="4").obj()]
+    log = OutcomeLog()
+    s = Scheduler(recorder=log)
+    s.load(nodes, members("a", 1), [pg("a", 1, "root")], composite_pod_groups=[cpg("root", 1)])
+    s.delete_composite_pod_group("default/root")
+    s.run()
+    assert phases(log) == {"a-0": "Unschedulable"}
+    assert "composite pod group" in log.outcomes["default/a-0"].message
+    s.add_composite_pod_group(cpg("root", 1))
+    s.run()
+    assert phases(log) == {"a-0": "Scheduled"}
+
+
+@pytest.mark.parametrize(("rules", "bound"), [(RULES, 4), (GREEDY, 0)], ids=["phalanx", "greedy"])
+def test_without_topology_a_greedy_first_child_steals_its_siblings_room(rules: Rules, bound: int) -> None:
+    # 4 one-cpu slots; a (minCount 2, 4 pods) goes first, b (minCount 2, 2 pods) needs 2 of them.
+    nodes = [make_node(f"n{i}").allocatable(cpu="1").obj() for i in range(4)]
+    groups = [pg("a", 2, "root"), pg("b", 2, "root")]
+    _, log = engine(nodes, groups, [cpg("root", 2)], members("a", 4) + members("b", 2), rules=rules)
+    assert sum(1 for p in phases(log).values() if p == "Scheduled") == bound
+    if bound:
+        assert phases(log)["b-0"] == phases(log)["b-1"] == "Scheduled"

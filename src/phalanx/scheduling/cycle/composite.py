@@ -135,8 +135,10 @@ def _place_tree(t: _Tree) -> _Run:
 
 
 def reject_problem(ctx: CycleContext, first: PodInfo, problem: TreeProblem) -> None:
-    """An invalid tree: every group gets ``Invalid``, every pending member is rejected with the message."""
+    """An invalid tree: every group gets ``Invalid``, every pending member is rejected with the message. A tree
+    whose parent went missing after its pod was queued: the pod waits for a group event (no condition written)."""
     if problem.kind != INVALID:
+        ctx.reject(first, Rejection(o.REASON_UNSCHEDULABLE, problem.message, frozenset({GANG})))
         return
     keys = [k for kind, k in problem.groups if kind != KIND_COMPOSITE]
     pending = [first, *ctx.take(sorted({m for k in keys for m in ctx.groups.members_of(k)} - {first.key}))]
