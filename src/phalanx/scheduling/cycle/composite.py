@@ -94,6 +94,7 @@ class _Tree:
     greedy: bool  # --compat v1.37: upstream's greedy algorithm
     tries: int = _MAX_TRIES
     fired: bool = False  # phalanx's rule changed what the greedy algorithm would have done
+    limited: set[str] = field(default_factory=set)  # leaves that placed only their minimum in the first pass
     failures: dict[str, Failed] = field(default_factory=dict)  # leaf key -> its members' last failed attempts
 
 
@@ -125,9 +126,12 @@ def schedule_tree(ctx: CycleContext, first: PodInfo, tree: TreeNode) -> None:
 def _place_tree(t: _Tree) -> _Run:
     """The tree algorithm from the root; on success its placements stay assumed."""
     t.tries = _MAX_TRIES
+    t.limited = set()
     run = _solve(t, t.root, None, limit=not t.greedy)
     if run.ok and not t.greedy:
         _extend(t, run)
+        # Minimum-first mattered only where capacity was contended: a limited leaf that could not place the rest.
+        t.fired = t.fired or any(_left_over(t, r) for r in _leaf_runs(run) if r.node.key in t.limited)
     if run.ok and not _any_placed(run):
         _forget(t, run)
         run = _Run(t.root, False, UNSCHEDULABLE, None)  # v1.37 needs at least one pod placed to succeed
@@ -216,7 +220,7 @@ def _attempt_leaf(t: _Tree, node: TreeNode, mask: BoolArray | None, limit: bool)
         t.failures[node.key] = failures
     if c.bound + len(placed) >= need:
         if limit and len(t.members[node.key]) > len(c.members):
-            t.fired = True  # greedy would have placed every member here
+            t.limited.add(node.key)  # greedy would have placed every member here
         return _Run(node, True, SUCCESS, mask, c, placed, satisfied=c.bound + len(placed))
     forget(c, placed)
     return _Run(node, False, UNSCHEDULABLE, mask, c)
@@ -397,6 +401,16 @@ def _order(
 
 
 # --- results ----------------------------------------------------------------------------------------------------------
+
+
+def _leaf_runs(run: _Run) -> list[_Run]:
+    if run.node.group is not None:
+        return [run]
+    return [leaf for child in run.children for leaf in _leaf_runs(child)]
+
+
+def _left_over(t: _Tree, run: _Run) -> bool:
+    return len(run.placed) < len(t.members[run.node.key])
 
 
 def _placements(run: _Run) -> Placed:
