@@ -230,6 +230,8 @@ def _attempt_composite(t: _Tree, node: TreeNode, mask: BoolArray | None, limit: 
     need = node.min_count or 1
     if not t.greedy:
         return _backtrack(t, node, mask, need) or _Run(node, False, _unresolvable_or(t, node), mask)
+    if not node.children:
+        return _Run(node, False, UNRESOLVABLE, mask)
     run = _Run(node, False, UNSCHEDULABLE, mask)
     unschedulable = 0
     for i, child in enumerate(node.children):
@@ -254,10 +256,13 @@ def _attempt_composite(t: _Tree, node: TreeNode, mask: BoolArray | None, limit: 
 
 def _backtrack(t: _Tree, node: TreeNode, mask: BoolArray | None, need: int) -> _Run | None:
     """Beyond v1.37: satisfy ``need`` children, each placing only its minimum, trying the children's other
-    domains (and leaving a child out) depth first when the first choices fail, within the cycle's budget."""
+    domains (and leaving a child out) depth first when the first choices fail. The first descent (every child's
+    first choice) is free; every attempt after the first step back costs one of the cycle's ``_MAX_TRIES``."""
     chosen: list[_Run] = []
+    backtracking = False
 
     def place(i: int) -> bool:
+        nonlocal backtracking
         if len(chosen) >= need:
             return True
         if len(chosen) + len(node.children) - i < need:
@@ -265,7 +270,8 @@ def _backtrack(t: _Tree, node: TreeNode, mask: BoolArray | None, need: int) -> _
         child = node.children[i]
         fitted = False
         for n, option in enumerate(_options(t, child, mask, limit=True)):
-            if n > 0:
+            backtracking = backtracking or n > 0
+            if backtracking:
                 if t.tries <= 0:
                     return False
                 t.tries -= 1
@@ -279,6 +285,7 @@ def _backtrack(t: _Tree, node: TreeNode, mask: BoolArray | None, need: int) -> _
                 return True
             chosen.pop()
             _forget(t, run)
+        backtracking = backtracking or fitted
         skipped = place(i + 1)  # leave this child out: the others may satisfy the parent
         t.fired = t.fired or (skipped and fitted)  # greedy would have kept this child where it fitted
         return skipped
