@@ -7,6 +7,8 @@ from typing import Any
 
 import msgspec
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from phalanx.api.models import CompositePodGroup, Node, Pod, PodGroup
 from phalanx.scheduling.config import SchedulerConfig, with_mode
@@ -16,6 +18,7 @@ from phalanx.scheduling.scheduler import Scheduler
 
 from builders import make_node, make_pod
 
+SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 GREEDY = Rules(**{**{f: getattr(RULES, f) for f in RULES.__slots__}, "composite_min_first_backtracking": False})
 
 
@@ -208,3 +211,66 @@ def test_without_topology_a_greedy_first_child_steals_its_siblings_room(rules: R
     assert sum(1 for p in phases(log).values() if p == "Scheduled") == bound
     if bound:
         assert phases(log)["b-0"] == phases(log)["b-1"] == "Scheduled"
+
+
+# --- invariants over random trees -------------------------------------------------------------------------------------
+
+
+@st.composite
+def forests(draw: st.DrawFn) -> tuple[list[Node], list[PodGroup], list[CompositePodGroup], list[Pod]]:
+    """Racked nodes and one or two trees: a root (maybe in one rack), maybe a middle CompositePodGroup, and
+    PodGroups of 1-cpu or 2-cpu pods (maybe in one rack) under them."""
+    nodes = [
+        make_node(f"n{i}").labels(rack=f"r{i % 2}").allocatable(cpu=str(draw(st.integers(1, 4)))).obj()
+        for i in range(draw(st.integers(1, 5)))
+    ]
+    groups: list[PodGroup] = []
+    composites: list[CompositePodGroup] = []
+    pods: list[Pod] = []
+    for tree in range(draw(st.integers(1, 2))):
+        root = f"t{tree}"
+        parents = [root]
+        if draw(st.booleans()):
+            composites.append(cpg(f"{root}-mid", draw(st.sampled_from([None, 1])), parent=root))
+            parents.append(f"{root}-mid")
+        children = draw(st.integers(1, 3))
+        spec = rack("rack") if draw(st.booleans()) else {}
+        composites.append(cpg(root, draw(st.sampled_from([None, 1, children])), **spec))
+        for c in range(children):
+            name = f"{root}-g{c}"
+            size = draw(st.integers(1, 3))
+            pg_spec = rack("rack") if draw(st.booleans()) else {}
+            groups.append(pg(name, draw(st.sampled_from([None, 1, size])), draw(st.sampled_from(parents)), **pg_spec))
+            pods += members(name, size, cpu=str(draw(st.integers(1, 2))))
+    return nodes, groups, composites, pods
+
+
+def _satisfied(s: Scheduler, kind: str, key: str) -> bool:
+    if kind == "PodGroup":
+        cond = s.condition(key)
+    else:
+        cond = next((c.condition for c in s.composite_statuses() if c.key == key), None)
+    return cond is not None and cond.status == "True"
+
+
+@SETTINGS
+@given(forests(), st.sampled_from([RULES, GREEDY]))
+def test_a_tree_binds_only_below_a_satisfied_root_and_each_bound_group_is_satisfied(
+    forest: tuple[list[Node], list[PodGroup], list[CompositePodGroup], list[Pod]], rules: Rules
+) -> None:
+    nodes, groups, composites, pods = forest
+    s, log = engine(nodes, groups, composites, pods, rules=rules)
+    table = s.node_usage()
+    assert (table.requested <= table.allocatable).all()  # nothing over-committed
+    for g in s.group_statuses():
+        bound = sum(1 for k, o in log.outcomes.items() if o.phase == "Scheduled" and s.group_of(k) == g.key)
+        if not bound:
+            continue
+        root = f"default/{g.name.split('-')[0]}"
+        assert _satisfied(s, "CompositePodGroup", root), f"{g.name} bound under an unsatisfied root"
+        assert _satisfied(s, "CompositePodGroup", f"default/{g.parent}"), f"{g.name} bound under an unsatisfied parent"
+        assert _satisfied(s, "PodGroup", g.key)
+        assert bound >= (g.min_count or 1)
+    for c in s.composite_statuses():
+        if _satisfied(s, "CompositePodGroup", c.key):
+            assert c.satisfied >= (c.min_group_count or 1)
