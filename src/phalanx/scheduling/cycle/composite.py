@@ -83,6 +83,8 @@ class _Run:
     placed: Placed = field(default_factory=list)
     children: list[_Run] = field(default_factory=list)  # satisfied children
     satisfied: int = 0  # children satisfied (a CompositePodGroup), pods placed + bound (a leaf)
+    message: str = ""  # why it failed: v1.37's PlacementFeasible status
+    failed: list[_Run] = field(default_factory=list)  # children that failed (for their messages)
 
 
 @dataclass
@@ -134,7 +136,7 @@ def _place_tree(t: _Tree) -> _Run:
         t.fired = t.fired or any(_left_over(t, r) for r in _leaf_runs(run) if r.node.key in t.limited)
     if run.ok and not _any_placed(run):
         _forget(t, run)
-        run = _Run(t.root, False, UNSCHEDULABLE, None)  # v1.37 needs at least one pod placed to succeed
+        run = _Run(t.root, False, UNSCHEDULABLE, None, message=o.MSG_NONE_SCHEDULABLE)  # v1.37 needs one pod placed
     return run
 
 
@@ -180,16 +182,19 @@ def _mixed_scheduler(pods: list[PodInfo]) -> str | None:
 
 def _solve(t: _Tree, node: TreeNode, within: BoolArray | None, limit: bool) -> _Run:
     """Place ``node`` somewhere inside ``within``: its domain options in order, the first that works."""
-    options = _options(t, node, within, limit)
-    failed: _Run | None = None
-    for mask in options[:1] if t.greedy else options:
+    choices = _options(t, node, within, limit)
+    failed: _Run | None = choices.first_failed
+    for mask in choices.options[:1] if t.greedy else choices.options:
         run = _attempt(t, node, mask, limit)
         if run.ok:
             return run
         failed = failed or run
-    if failed is not None:
-        return failed
-    return _Run(node, False, _unresolvable_or(t, node), within)
+    if failed is None:
+        failed = _Run(node, False, _unresolvable_or(t, node), within, message=_progress(node, 0, 0))
+    if choices.placements:
+        first = failed.message or _progress(node, 0, 0)
+        failed.message = f"0/{choices.placements} placements are available, first placement status: {first}"
+    return failed
 
 
 def _attempt(t: _Tree, node: TreeNode, mask: BoolArray | None, limit: bool) -> _Run:
@@ -211,8 +216,8 @@ def _leaf_cycle(t: _Tree, node: TreeNode, limit: bool) -> tuple[GroupCycle, int]
 
 def _attempt_leaf(t: _Tree, node: TreeNode, mask: BoolArray | None, limit: bool) -> _Run:
     c, need = _leaf_cycle(t, node, limit)
-    if c.bound + len(t.members[node.key]) < need:
-        return _Run(node, False, UNRESOLVABLE, mask, c)  # not enough pods to ever reach minCount
+    if c.bound + len(t.members[node.key]) < need:  # not enough pods to ever reach minCount
+        return _Run(node, False, UNRESOLVABLE, mask, c, message=_count(need, c.bound, len(t.members[node.key])))
     if not c.members:
         return _Run(node, True, SUCCESS, mask, c, satisfied=c.bound)
     placed, failures = default_algorithm(c, mask)
@@ -223,53 +228,59 @@ def _attempt_leaf(t: _Tree, node: TreeNode, mask: BoolArray | None, limit: bool)
             t.limited.add(node.key)  # greedy would have placed every member here
         return _Run(node, True, SUCCESS, mask, c, placed, satisfied=c.bound + len(placed))
     forget(c, placed)
-    return _Run(node, False, UNSCHEDULABLE, mask, c)
+    done = {pi.key for pi, _ in placed}
+    return _Run(
+        node, False, UNSCHEDULABLE, mask, c, message=_replay(need, c.bound, [pi.key in done for pi in c.members])
+    )
 
 
 def _attempt_composite(t: _Tree, node: TreeNode, mask: BoolArray | None, limit: bool) -> _Run:
     need = node.min_count or 1
     if not t.greedy:
-        return _backtrack(t, node, mask, need) or _Run(node, False, _unresolvable_or(t, node), mask)
-    if not node.children:
-        return _Run(node, False, UNRESOLVABLE, mask)
+        return _backtrack(t, node, mask, need)
     run = _Run(node, False, UNSCHEDULABLE, mask)
+    if len(node.children) < need:
+        run.status, run.message = UNRESOLVABLE, _count(need, 0, len(node.children))
+        return run
     unschedulable = 0
     for i, child in enumerate(node.children):
         child_run = _solve(t, child, mask, limit=False)
         if child_run.ok:
             run.children.append(child_run)
-        elif child_run.status == UNSCHEDULABLE:
-            unschedulable += 1
+        else:
+            run.failed.append(child_run)
+            unschedulable += child_run.status == UNSCHEDULABLE
         remaining = len(node.children) - i - 1
         if len(run.children) + remaining < need:
-            _forget(t, run)
+            _forget(t, run)  # its satisfied children stay listed: they report this group's status
             resolvable = len(run.children) + remaining + unschedulable >= need
-            return _Run(node, False, UNSCHEDULABLE if resolvable else UNRESOLVABLE, mask)
+            run.status = UNSCHEDULABLE if resolvable else UNRESOLVABLE
+            run.message = _count(need, len(run.children), remaining)
+            return run
     run.satisfied = len(run.children)
-    run.ok = run.satisfied >= need
-    if not run.ok:
-        _forget(t, run)
-        run.children = []
-    run.status = SUCCESS if run.ok else UNSCHEDULABLE
+    run.ok, run.status = True, SUCCESS
     return run
 
 
-def _backtrack(t: _Tree, node: TreeNode, mask: BoolArray | None, need: int) -> _Run | None:
+def _backtrack(t: _Tree, node: TreeNode, mask: BoolArray | None, need: int) -> _Run:
     """Beyond v1.37: satisfy ``need`` children, each placing only its minimum, trying the children's other
     domains (and leaving a child out) depth first when the first choices fail. The first descent (every child's
     first choice) is free; every attempt after the first step back costs one of the cycle's ``_MAX_TRIES``."""
     chosen: list[_Run] = []
     backtracking = False
+    best = 0
+    failed: dict[str, _Run] = {}
 
     def place(i: int) -> bool:
-        nonlocal backtracking
+        nonlocal backtracking, best
+        best = max(best, len(chosen))
         if len(chosen) >= need:
             return True
         if len(chosen) + len(node.children) - i < need:
             return False
         child = node.children[i]
         fitted = False
-        for n, option in enumerate(_options(t, child, mask, limit=True)):
+        for n, option in enumerate(_options(t, child, mask, limit=True).options):
             backtracking = backtracking or n > 0
             if backtracking:
                 if t.tries <= 0:
@@ -277,6 +288,7 @@ def _backtrack(t: _Tree, node: TreeNode, mask: BoolArray | None, need: int) -> _
                 t.tries -= 1
             run = _attempt(t, child, option, limit=True)
             if not run.ok:
+                failed.setdefault(child.key, run)
                 continue
             fitted = True
             chosen.append(run)
@@ -291,7 +303,8 @@ def _backtrack(t: _Tree, node: TreeNode, mask: BoolArray | None, need: int) -> _
         return skipped
 
     if not place(0):
-        return None
+        status = _unresolvable_or(t, node)
+        return _Run(node, False, status, mask, message=_count(need, best, 0), failed=list(failed.values()))
     return _Run(node, True, SUCCESS, mask, children=list(chosen), satisfied=len(chosen))
 
 
@@ -324,38 +337,51 @@ def _extend(t: _Tree, run: _Run) -> None:
 # --- domains --------------------------------------------------------------------------------------------------------
 
 
-def _options(t: _Tree, node: TreeNode, within: BoolArray | None, limit: bool) -> list[BoolArray | None]:
+@dataclass
+class _Choices:
+    """Where a group may go: its options, best first; the number of placements generated for it (0 without a
+    topology constraint) and the first one's failed evaluation, for v1.37's placement message."""
+
+    options: list[BoolArray | None]
+    placements: int = 0
+    first_failed: _Run | None = None
+
+
+def _options(t: _Tree, node: TreeNode, within: BoolArray | None, limit: bool) -> _Choices:
     """Where ``node`` may go inside ``within``: one option (``within``) without a topology constraint; else the
     feasible domains of its level, best first (v1.37: placement score; phalanx: BestFit, tightest first)."""
     key, leaf_intent = _topology(t, node)
     if key is None:
-        return [within]
+        return _Choices([within])
     table = t.ctx.state.table
     pinned: str | None = None
     if node.group is not None:
         try:
             pinned = tas.pinned_domain(table, key, bound_member_rows(_leaf_cycle(t, node, limit)[0]))
-        except tas.PlacementError:
-            return []
-    counted = _counted_options(t, node, key, within, pinned, limit)
-    scored = counted if counted is not None else []
-    for dom in tas.domains(table, key, pinned) if counted is None else []:
+        except tas.PlacementError as exc:
+            return _Choices([], 1, _Run(node, False, UNSCHEDULABLE, within, message=str(exc)))
+    doms = [d for d in tas.domains(table, key, pinned) if within is None or (d.mask & within).any()]
+    counted = _counted_options(t, node, key, within, doms, limit)
+    scored = counted[0] if counted is not None else []
+    first_failed = counted[1] if counted is not None else None
+    for n, dom in enumerate(doms if counted is None else []):
         mask = dom.mask if within is None else dom.mask & within
-        if not mask.any():
-            continue
         run = _attempt(t, node, mask, limit)
         if run.ok:
             scored.append((dom, mask, [pi for pi, _ in _placements(run)]))
             _forget(t, run)
+        elif n == 0:
+            first_failed = run
     ordered = _order(t, node, key, scored)
     if leaf_intent is not None and leaf_intent.mode in ("preferred", "unconstrained"):
         ordered.append(within)  # the phalanx annotations' last resort: anywhere
-    return ordered
+        return _Choices(ordered)
+    return _Choices(ordered, len(doms), first_failed)
 
 
 def _counted_options(
-    t: _Tree, node: TreeNode, key: str, within: BoolArray | None, pinned: str | None, limit: bool
-) -> list[tuple[tas.Domain, BoolArray, list[PodInfo]]] | None:
+    t: _Tree, node: TreeNode, key: str, within: BoolArray | None, doms: list[tas.Domain], limit: bool
+) -> tuple[list[tuple[tas.Domain, BoolArray, list[PodInfo]]], _Run | None] | None:
     """A leaf of identical members judged node by node fits a domain exactly when the domain's free slots cover
     it (greedy placement of identical pods is optimal), so its domains are counted in one vector pass instead of
     a trial run each. None when that is not exact."""
@@ -368,11 +394,16 @@ def _counted_options(
     room = c.room()
     free = tas.per_domain(table, key, room if within is None else np.where(within, room, 0))
     out = []
-    for dom in tas.domains(table, key, pinned):
+    first_failed: _Run | None = None
+    for n, dom in enumerate(doms):
         count = min(len(c.members), int(free[dom.code]))
+        mask = dom.mask if within is None else dom.mask & within
         if c.bound + count >= need:
-            out.append((dom, dom.mask if within is None else dom.mask & within, c.members[:count]))
-    return out
+            out.append((dom, mask, c.members[:count]))
+        elif n == 0:
+            fits = [i < count for i in range(len(c.members))]
+            first_failed = _Run(node, False, UNSCHEDULABLE, mask, c, message=_replay(need, c.bound, fits))
+    return out, first_failed
 
 
 def _topology(t: _Tree, node: TreeNode) -> tuple[str | None, tas.Intent | None]:
@@ -460,22 +491,24 @@ def _satisfied_nodes(run: _Run | None) -> dict[str, _Run]:
 def _submit(t: _Tree, root: _Run) -> None:
     ctx = t.ctx
     done = _satisfied_nodes(root)
+    messages: dict[str, str] = {}
+    _messages(root, "", messages)
     for node in t.root.walk():
         run = done.get(f"{node.kind}:{node.key}")
         if node.group is None:
             if run is not None:
                 _condition(ctx, node.kind, node.key, "True", o.REASON_SCHEDULED, "")
             else:
-                _condition(ctx, node.kind, node.key, "False", o.REASON_UNSCHEDULABLE, _message(t, node, root))
+                _condition(ctx, node.kind, node.key, "False", o.REASON_UNSCHEDULABLE, _message(t, node, root, messages))
             continue
         placed = {pi.key for pi, _ in run.placed} if run is not None else set()
         for pi, _ in run.placed if run is not None else []:
             ctx.bind(pi)
-        _reject_rest(t, node, placed, _message(t, node, root))
+        _reject_rest(t, node, placed, _message(t, node, root, messages))
         if run is not None:
             _condition(ctx, node.kind, node.key, "True", o.REASON_SCHEDULED, "")
         else:
-            _condition(ctx, node.kind, node.key, "False", o.REASON_UNSCHEDULABLE, _message(t, node, root))
+            _condition(ctx, node.kind, node.key, "False", o.REASON_UNSCHEDULABLE, _message(t, node, root, messages))
     if root.ok and t.fired:
         keys = [n.key for n in t.root.walk()] + [pi.key for pi, _ in _placements(root)]
         ctx.changed_by(RULE, keys)
@@ -491,13 +524,41 @@ def _reject_rest(t: _Tree, node: TreeNode, placed: set[str], message: str) -> No
         t.ctx.reject(pi, rejection_of(attempt) if attempt is not None else waiting)
 
 
-def _message(t: _Tree, node: TreeNode, root: _Run) -> str:
+def _count(need: int, scheduled: int, remaining: int) -> str:
+    """GangScheduling's PlacementFeasible rejection (v1.37), for minCount and minGroupCount alike."""
+    return f"minCount ({need}) cannot be satisfied: {scheduled} scheduled, {remaining} remaining"
+
+
+def _replay(need: int, bound: int, fits: list[bool]) -> str:
+    """v1.37 stops a PodGroup's pods at the first pod after which minCount can no longer be reached: the counts
+    of that moment, replayed from which members fitted."""
+    scheduled, remaining = bound, len(fits)
+    for ok in fits:
+        remaining -= 1
+        scheduled += ok
+        if scheduled + remaining < need:
+            break
+    return _count(need, scheduled, remaining)
+
+
+def _progress(node: TreeNode, scheduled: int, remaining: int) -> str:
+    return _count(node.min_count or 1, scheduled, remaining)
+
+
+def _messages(run: _Run, inherited: str, out: dict[str, str]) -> None:
+    """Each group's failure message: its own when it failed; else its nearest failed ancestor's (v1.37 gives a
+    child that fitted, or was never tried, its parent's status)."""
+    own = run.message if not run.ok else inherited
+    out[f"{run.node.kind}:{run.node.key}"] = own
+    for child in [*run.children, *run.failed]:
+        _messages(child, own if not run.ok else inherited, out)
+
+
+def _message(t: _Tree, node: TreeNode, root: _Run, messages: dict[str, str]) -> str:
     base = o.MSG_GROUP_UNSCHEDULABLE if node.group is not None else o.MSG_COMPOSITE_UNSCHEDULABLE
     if root.ok:
-        return base
-    if not t.ctx.rules.group_message_counts:
-        return base
-    return f"{base}: the tree's root {t.root.kind} {t.root.name} is not satisfied, nothing in it is scheduled"
+        return messages.get(f"{node.kind}:{node.key}") or base
+    return messages.get(f"{node.kind}:{node.key}") or root.message or base
 
 
 def _condition(ctx: CycleContext, kind: str, key: str, status: str, reason: str, message: str) -> None:
