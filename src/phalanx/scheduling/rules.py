@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-__all__ = ["COMPAT_V1_36", "COMPAT_VERSIONS", "RULES", "Rules", "kebab", "rules_for"]
+__all__ = ["COMPAT_V1_36", "COMPAT_V1_37", "COMPAT_VERSIONS", "RULES", "Rules", "kebab", "rules_for"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +85,8 @@ def kebab(name: str) -> str:
 
 RULES = Rules()  # every rule on: the engine's default
 COMPAT_V1_36 = Rules(**{f.name: False for f in fields(Rules)})  # exactly kube-scheduler v1.36
-COMPAT_VERSIONS = {"v1.36": COMPAT_V1_36}
+COMPAT_V1_37 = COMPAT_V1_36  # kube-scheduler v1.37: none of phalanx's rules is upstream yet
+COMPAT_VERSIONS = {"v1.36": COMPAT_V1_36, "v1.37": COMPAT_V1_37}
 
 
 def rules_for(compat: str | None) -> Rules:
