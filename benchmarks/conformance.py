@@ -93,7 +93,7 @@ def main() -> int:
         print(f"conformance: no Kubernetes v{args.version} control plane: {exc}", file=sys.stderr)
         return 2
     snaps: list[Snapshot] = [] if args.no_scenarios else scenario_snapshots()
-    snaps += random_snapshots(args.seed, args.count, args.start)
+    snaps += random_snapshots(args.seed, args.count, args.start, ".".join(args.version.split(".")[:2]))
     if args.only:
         snaps = [s for s in snaps if any(s.name.startswith(o) for o in args.only)]
     compat = "v" + ".".join(args.version.split(".")[:2])

@@ -83,9 +83,9 @@ def scenario_snapshots(names: Iterable[str] | None = None) -> list[Snapshot]:
     return out
 
 
-def random_snapshots(seed: int, count: int, start: int = 0) -> list[Snapshot]:
-    """Snapshots ``start`` .. ``start + count - 1`` of the random corpus of ``seed`` (snapgen.py)."""
-    return [Snapshot(name, "random", objects) for name, objects in snapgen.corpus(seed, count, start)]
+def random_snapshots(seed: int, count: int, start: int = 0, release: str = "1.36") -> list[Snapshot]:
+    """Snapshots ``start`` .. ``start + count - 1`` of the random corpus of ``seed`` for ``release`` (snapgen.py)."""
+    return [Snapshot(name, "random", objects) for name, objects in snapgen.corpus(seed, count, start, release)]
 
 
 @dataclass

@@ -170,7 +170,7 @@ def _state(api: Api, namespaces: list[str], release: Release) -> tuple[str, ...]
             meta, spec, status = pod["metadata"], pod["spec"], pod.get("status") or {}
             node, nominated = spec.get("nodeName") or "", status.get("nominatedNodeName") or ""
             out.append(f"pod {ns}/{meta['name']} {node} {nominated} {meta.get('deletionTimestamp') or ''}")
-        for pg in api.items(f"/apis/{release.scheduling}/namespaces/{ns}/podgroups"):
+        for pg in api.items(f"/apis/{release.api_version('PodGroup')}/namespaces/{ns}/podgroups"):
             conds = (pg.get("status") or {}).get("conditions") or []
             marks = " ".join(f"{c['type']}={c['status']}/{c.get('reason')}" for c in conds)
             out.append(f"podgroup {ns}/{pg['metadata']['name']} {marks}")
@@ -255,7 +255,7 @@ def _read_outcome(api: Api, loaded: Loaded) -> KubeOutcome:
             if "PodScheduled" in conds:
                 out.messages[key] = conds["PodScheduled"].get("message", "")
         try:
-            groups = api.items(f"/apis/{loaded.release.scheduling}/namespaces/{ns}/podgroups")
+            groups = api.items(f"/apis/{loaded.release.api_version('PodGroup')}/namespaces/{ns}/podgroups")
         except RequestError:
             groups = []
         for pg in groups:

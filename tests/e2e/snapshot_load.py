@@ -75,24 +75,19 @@ _COMMON = {
 
 @dataclass(frozen=True)
 class Release:
-    """What one Kubernetes release serves: each kind's API version, and the PodGroup condition its scheduler
-    writes."""
+    """What one Kubernetes release serves: the version of each scheduling kind (Workload, PodGroup and, where there
+    is one, CompositePodGroup) and the PodGroup condition its scheduler writes."""
 
     version: str  # "1.36.3"
-    scheduling: str  # the version of Workload and PodGroup
+    scheduling: dict[str, str]  # kind -> apiVersion
     condition: str  # the PodGroup condition type
-    composite: str | None = None  # the version of CompositePodGroup, where there is one
 
     @property
     def namespaced(self) -> list[str]:
-        return [*_NAMESPACED, "CompositePodGroup"] if self.composite else list(_NAMESPACED)
+        return _NAMESPACED + [k for k in self.scheduling if k not in _NAMESPACED]
 
     def api_version(self, kind: str) -> str:
-        if kind in ("Workload", "PodGroup"):
-            return self.scheduling
-        if kind == "CompositePodGroup" and self.composite:
-            return self.composite
-        return _COMMON[kind]
+        return self.scheduling.get(kind) or _COMMON[kind]
 
     def convert(self, obj: dict[str, Any]) -> dict[str, Any]:
         """A Workload, PodGroup or CompositePodGroup in this release's version (unchanged if it is in it)."""
@@ -104,16 +99,22 @@ class Release:
             internal = msgspec.to_builtins(decode(obj))
         except (KeyError, msgspec.ValidationError) as exc:
             raise NotLoadable(f"{kind} {_key(obj)}: cannot be converted to {want}: {exc}") from None
-        if self.scheduling == "scheduling.k8s.io/v1beta1":
-            for cond in (internal.get("status") or {}).get("conditions") or []:
-                if cond.get("type") == "PodGroupScheduled":
-                    cond["type"] = self.condition
+        for cond in (internal.get("status") or {}).get("conditions") or []:
+            if cond.get("type") == "PodGroupScheduled":
+                cond["type"] = self.condition
         return {"apiVersion": want, "kind": kind, **internal}
 
 
+_V1ALPHA2 = "scheduling.k8s.io/v1alpha2"
+_V1BETA1, _V1ALPHA3 = "scheduling.k8s.io/v1beta1", "scheduling.k8s.io/v1alpha3"
 RELEASES = {
-    "1.36": Release("1.36.3", "scheduling.k8s.io/v1alpha2", "PodGroupScheduled"),
-    "1.37": Release("1.37.2", "scheduling.k8s.io/v1beta1", "PodGroupInitiallyScheduled", "scheduling.k8s.io/v1alpha3"),
+    "1.36": Release("1.36.3", {"Workload": _V1ALPHA2, "PodGroup": _V1ALPHA2}, "PodGroupScheduled"),
+    # Workloads in v1alpha3: only it has compositePodGroupTemplates (v1beta1 would drop them on the way back)
+    "1.37": Release(
+        "1.37.2",
+        {"Workload": _V1ALPHA3, "PodGroup": _V1BETA1, "CompositePodGroup": _V1ALPHA3},
+        "PodGroupInitiallyScheduled",
+    ),
 }
 V1_36 = RELEASES["1.36"]
 
@@ -154,7 +155,7 @@ def _prepare(objects: Iterable[dict[str, Any]], release: Release) -> list[dict[s
     out: list[dict[str, Any]] = []
     for raw in objects:
         kind = raw.get("kind")
-        if kind not in _ORDER or (kind == "CompositePodGroup" and not release.composite):
+        if kind not in _ORDER or (kind == "CompositePodGroup" and kind not in release.scheduling):
             continue  # phalanx ignores what it does not read; so do we
         obj = copy.deepcopy(raw)
         if kind in ("Workload", "PodGroup", "CompositePodGroup"):

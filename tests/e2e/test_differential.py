@@ -42,9 +42,10 @@ SEED = 1
 FULL = os.environ.get("PHALANX_DIFFCONF_FULL") == "1"
 SCENARIO_STRIDE = 1 if FULL else 4
 RANDOM = int(os.environ.get("PHALANX_DIFFCONF_RANDOM", "11" if FULL else "4"))
-# v1.37.2's share: the scenarios v1.36's slice skips, every 8th from the 2nd, and random snapshots 4 and 5 (FULL: all)
+# v1.37.2's share: the scenarios v1.36's slice skips, every 8th from the 2nd, and snapshots 11 and 23 of the v1.37
+# corpus (its composite trees; FULL: every scenario and v1.37 snapshots 0..11, one per feature)
 V137_STRIDE, V137_OFFSET = (1, 0) if FULL else (8, 2)
-V137_RANDOM = (0, RANDOM) if FULL else (4, 2)
+V137_RANDOM = (0, 12) if FULL else (11, 1)
 
 KUBE_MEMBER_ORDER = "kube-scheduler orders a PodGroup's members at random (docs/conformance.md#member-order)"
 KUBE_PREEMPTION_RACE = "kube-scheduler lost the room its workload-aware preemption made (docs/conformance.md)"
@@ -101,7 +102,7 @@ def _snapshots() -> list[Snapshot]:
 
 def _snapshots_v137() -> list[Snapshot]:
     start, count = V137_RANDOM
-    return scenario_snapshots()[V137_OFFSET::V137_STRIDE] + random_snapshots(SEED, count, start)
+    return scenario_snapshots()[V137_OFFSET::V137_STRIDE] + random_snapshots(SEED, count, start, "1.37")
 
 
 def _report(r: Comparison, version: str) -> str:
