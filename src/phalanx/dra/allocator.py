@@ -17,7 +17,7 @@ from phalanx.api.dra_defaults import ALL, EXACT_COUNT, defaulted
 from phalanx.dra.capacity import Amount, amount, consumed_capacity, requested_fits
 from phalanx.dra.constraints import Tracker, attribute_value, new_tracker
 from phalanx.dra.errors import MAX_RESULTS, AllocationError
-from phalanx.dra.fast import FastRows, Prepared, Simple, fast_solve, node_devices, simple_claim
+from phalanx.dra.fast import FastRows, Prepared, fast_solve, node_devices, simple_claim
 from phalanx.dra.features import DEFAULT_FEATURES, Features
 from phalanx.dra.inventory import DeviceInfo, DeviceInventory, NodePool
 from phalanx.dra.outcomes import Outcome, OutcomeCache, shape_key
@@ -81,7 +81,10 @@ class Allocator:
 
     def prepare(self, claims: Sequence[dra.ResourceClaim]) -> Prepared:
         """What ``solve`` can work out once for ``claims`` and reuse on every node (Filter asks it once per pod)."""
-        return Prepared(simple_claim(claims, self.classes, self.features) if self._prune and self._fast else None)
+        if not (self._prune and self._fast):
+            return Prepared(None)
+        simple = simple_claim(claims, self.classes, self.features, self._fast_rows.simple)
+        return Prepared(simple, _who(claims[0]) if simple is not None else "")
 
     def solve(self, row: int, claims: Sequence[dra.ResourceClaim], prepared: Prepared | None = None) -> Outcome | None:
         """``allocate`` without building the results: the devices chosen by position on the node, or None when
@@ -92,7 +95,7 @@ class Allocator:
         if prepared is None:
             prepared = self.prepare(claims)
         if prepared.simple is not None:
-            found, outcome = self._fast_solve(row, prepared.simple)
+            found, outcome = self._fast_solve(row, prepared)
             if found:
                 self.stats.fast += 1
                 self._invalid(row, outcome)
@@ -112,16 +115,33 @@ class Allocator:
         self._invalid(row, outcome)
         return outcome
 
-    def _fast_solve(self, row: int, simple: Simple) -> tuple[bool, Outcome | None]:
+    def _fast_solve(self, row: int, prepared: Prepared) -> tuple[bool, Outcome | None]:
         """(True, the answer) from the fast path, or (False, None) when the node needs the general search."""
+        simple = prepared.simple
+        assert simple is not None
+        rows = self._fast_rows
         key = (simple.key, row)
-        known, devices = self._fast_rows.get(key)
-        if not known:
-            devices = node_devices(simple, self.inventory, row, self.features, self._selectable_in)
-            self._fast_rows.put(key, devices)
+        devices = rows.devices.get(key, False)
+        if devices is False:
+            rows.bound()
+            devices = rows.devices[key] = node_devices(
+                simple, self.inventory, row, self.features, self._selectable_in, rows
+            )
         if devices is None:
             return False, None
-        return True, fast_solve(simple, devices, self.state)
+
+        def error(index: int) -> str:
+            verdict = self._selectable_in(
+                simple.device_class.metadata.name,
+                simple.class_exprs,
+                prepared.who,
+                simple.request_exprs,
+                self.inventory.devices[index],
+            )
+            assert isinstance(verdict, SelectorError)
+            return verdict.message
+
+        return True, fast_solve(simple.count, devices, self.state, error)  # type: ignore[arg-type]
 
     def _selectable_in(
         self, class_name: str, class_exprs: list[str], who: str, request_exprs: list[str], info: DeviceInfo

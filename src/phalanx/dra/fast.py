@@ -34,21 +34,22 @@ from phalanx.dra.state import AllocatedState
 __all__ = ["FastRows", "Prepared", "Simple", "fast_solve", "simple_claim"]
 
 _SPEC = msgspec.json.Encoder(order="sorted")
-_MAX_ROWS = 1 << 17  # (request spec, row) entries kept, oldest dropped first
+_MAX_ROWS = 1 << 17  # entries a FastRows table keeps before it starts again
 
 
 @dataclass(frozen=True, slots=True)
 class Simple:
-    """A simple claim's one request, validated and defaulted."""
+    """A simple claim's one request, validated and defaulted (shared by claims of one spec)."""
 
     key: bytes  # the claim's and class's specs: equal keys select the same devices
+    select: bytes  # what picks the candidates apart from capacity: class, selectors, tolerations
+    capacity_key: tuple[tuple[str, int, bool], ...]
     count: int
     capacity: dict[str, Amount]
     device_class: dra.DeviceClass
     class_exprs: list[str]
     request_exprs: list[str]
     tolerations: tuple[dra.DeviceToleration, ...]
-    who: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,50 +57,60 @@ class Prepared:
     """What the allocator worked out once for a list of claims (``Allocator.prepare``)."""
 
     simple: Simple | None  # None: the general search
+    who: str = ""  # the claim, for selector errors
 
 
-@dataclass(frozen=True, slots=True)
-class _Device:
-    """A device of the node the request could take: its position, index, whether it is shared, what one
-    allocation consumes ((name, use, total) per capacity, for the scan; the amounts, for the result) and the
-    selector error the scan stops at."""
-
-    pos: int
-    index: int
-    multi: bool
-    limits: tuple[tuple[str, int, int], ...]
-    consumed: dict[str, Amount] | None
-    error: str | None
+# One device the request could take: (position on the node, device index, capacity limits, what one allocation
+# consumes, whether its selector failed). Limits are (name, use, total) per capacity of a shared device, ()
+# otherwise; consumed is None for a device that is not shared. The scan stops at a free device whose selector
+# failed.
+_Device = tuple[int, int, tuple[tuple[str, int, int], ...], "dict[str, Amount] | None", bool]
+_Selected = tuple[tuple[int, int, DeviceInfo, bool], ...]
+_Fit = tuple[tuple[tuple[str, int, int], ...], "dict[str, Amount] | None"] | None
 
 
 class FastRows:
-    """Per (request spec, node row): the devices a simple request could take, or None when the node has a
-    device the request could take that draws from shared counters (the general search then)."""
+    """What the fast path keeps across calls, none of it depending on the cluster's use: per claim spec the
+    request; per (selectors, node row) the devices that pass them (None when one draws from shared counters:
+    the general search then); per (capacity request, device kind) what one allocation consumes; and per (request
+    spec, node row) the devices the request could take."""
 
     def __init__(self) -> None:
-        self._entries: dict[tuple[bytes, int], tuple[_Device, ...] | None] = {}
+        self.simple: dict[bytes, Simple | None] = {}
+        self.selected: dict[tuple[bytes, int], _Selected | None] = {}
+        self.fits: dict[tuple[tuple[tuple[str, int, bool], ...], int], _Fit] = {}
+        self.devices: dict[tuple[bytes, int], tuple[_Device, ...] | None] = {}
 
-    def get(self, key: tuple[bytes, int]) -> tuple[bool, tuple[_Device, ...] | None]:
-        entry = self._entries.get(key, False)
-        if entry is False:
-            return False, None
-        return True, entry  # type: ignore[return-value]
-
-    def put(self, key: tuple[bytes, int], devices: tuple[_Device, ...] | None) -> None:
-        if len(self._entries) >= _MAX_ROWS:
-            del self._entries[next(iter(self._entries))]
-        self._entries[key] = devices
+    def bound(self) -> None:
+        """Forget everything beyond a bound (a long run with ever new claim specs)."""
+        for table in (self.simple, self.selected, self.fits, self.devices):
+            if len(table) > _MAX_ROWS:
+                table.clear()
 
 
 def simple_claim(
-    claims: Sequence[dra.ResourceClaim], classes: Mapping[str, dra.DeviceClass], features: Features
+    claims: Sequence[dra.ResourceClaim],
+    classes: Mapping[str, dra.DeviceClass],
+    features: Features,
+    known: dict[bytes, Simple | None],
 ) -> Simple | None:
     """The request when ``claims`` is one simple claim that passes every check of the allocator's pre-pass
-    (anything it would reject goes to the general path, which says why), else None."""
+    (anything it would reject goes to the general path, which says why), else None. ``known`` caches by spec."""
     if len(claims) != 1:
         return None
-    claim = claims[0]
-    devices = claim.spec.devices
+    spec = _SPEC.encode(claims[0].spec)
+    if spec in known:
+        simple = known[spec]
+        if simple is None or classes.get(simple.device_class.metadata.name) is simple.device_class:
+            return simple
+    simple = known[spec] = _simple(claims[0].spec, spec, classes, features)
+    return simple
+
+
+def _simple(
+    spec: dra.ResourceClaimSpec, encoded: bytes, classes: Mapping[str, dra.DeviceClass], features: Features
+) -> Simple | None:
+    devices = spec.devices
     if devices.constraints or len(devices.requests) != 1:
         return None
     request = devices.requests[0]
@@ -117,15 +128,19 @@ def simple_claim(
     if any(s.cel is None for s in exact.selectors) or any(s.cel is None for s in device_class.spec.selectors):
         return None
     capacity = {k: amount(q) for k, q in (exact.capacity.requests if exact.capacity else {}).items()}
+    class_exprs = [s.cel.expression for s in device_class.spec.selectors if s.cel is not None]
+    request_exprs = [s.cel.expression for s in exact.selectors if s.cel is not None]
+    tolerations = tuple(exact.tolerations)
     return Simple(
-        key=_SPEC.encode(claim.spec) + b"\0" + _SPEC.encode(device_class.spec),
+        key=encoded + b"\0" + _SPEC.encode(device_class.spec),
+        select=_SPEC.encode([device_class.metadata.name, device_class.spec, request_exprs, tolerations]),
+        capacity_key=tuple(sorted((k, a.value, a.binary) for k, a in capacity.items())),
         count=exact.count,
         capacity=capacity,
         device_class=device_class,
-        class_exprs=[s.cel.expression for s in device_class.spec.selectors if s.cel is not None],
-        request_exprs=[s.cel.expression for s in exact.selectors if s.cel is not None],
-        tolerations=tuple(exact.tolerations),
-        who=f"{claim.metadata.namespace}/{claim.metadata.name}",
+        class_exprs=class_exprs,
+        request_exprs=request_exprs,
+        tolerations=tolerations,
     )
 
 
@@ -133,16 +148,44 @@ Selectable = Callable[[str, list[str], str, list[str], DeviceInfo], "bool | Sele
 
 
 def node_devices(
-    simple: Simple, inventory: DeviceInventory, row: int, features: Features, selectable: Selectable
+    simple: Simple,
+    inventory: DeviceInventory,
+    row: int,
+    features: Features,
+    selectable: Selectable,
+    rows: FastRows,
 ) -> tuple[_Device, ...] | None:
     """The devices of node ``row`` the request could ever take, in search order (see FastRows)."""
+    key = (simple.select, row)
+    selected = rows.selected.get(key, False)
+    if selected is False:
+        selected = rows.selected[key] = _selected(simple, inventory, row, features, selectable)
+    if selected is None:
+        return None
     out: list[_Device] = []
+    for pos, d, info, error in selected:  # type: ignore[union-attr]
+        if error:
+            out.append((pos, d, (), None, True))
+            continue
+        fit_key = (simple.capacity_key, info.static_id)
+        fit = rows.fits.get(fit_key, False)
+        if fit is False:
+            fit = rows.fits[fit_key] = _fit(simple, info, features)
+        if fit is not None:
+            out.append((pos, d, fit[0], fit[1], False))  # type: ignore[index]
+    return tuple(out)
+
+
+def _selected(
+    simple: Simple, inventory: DeviceInventory, row: int, features: Features, selectable: Selectable
+) -> _Selected | None:
+    out: list[tuple[int, int, DeviceInfo, bool]] = []
     class_name = simple.device_class.metadata.name
     for pos, d in enumerate(inventory.visible(row)):
         info = inventory.devices[d]
-        verdict = selectable(class_name, simple.class_exprs, simple.who, simple.request_exprs, info)
+        verdict = selectable(class_name, simple.class_exprs, "", simple.request_exprs, info)
         if isinstance(verdict, SelectorError):
-            out.append(_Device(pos, d, False, (), None, verdict.message))
+            out.append((pos, d, info, True))  # the message names the claim: made when the scan reaches it
             continue
         if not verdict:
             continue
@@ -152,32 +195,42 @@ def node_devices(
             return None  # counters make devices depend on each other: the general search
         if features.device_taints and not tolerated(info, simple.tolerations):
             continue
-        if not info.allow_multiple:
-            if features.consumable_capacity and not requested_fits(simple.capacity, info.device):
-                continue
-            out.append(_Device(pos, d, False, (), None, None))
-            continue
-        consumed = consumed_capacity(simple.capacity, info.device)
-        if consumed is None:
-            continue
-        limits = tuple((n, a.value, amount(info.device.capacity[n].value).value) for n, a in consumed.items())
-        out.append(_Device(pos, d, True, limits, consumed, None))
+        out.append((pos, d, info, False))
     return tuple(out)
 
 
-def fast_solve(simple: Simple, devices: tuple[_Device, ...], state: AllocatedState) -> Outcome | None:
-    """The first ``count`` usable devices, or None (see the module docstring)."""
+def _fit(simple: Simple, info: DeviceInfo, features: Features) -> _Fit:
+    """(limits, consumed) when the device can serve the request on its own capacity, else None."""
+    if not info.allow_multiple:
+        if features.consumable_capacity and not requested_fits(simple.capacity, info.device):
+            return None
+        return (), None
+    consumed = consumed_capacity(simple.capacity, info.device)
+    if consumed is None:
+        return None
+    limits = tuple((n, a.value, amount(info.device.capacity[n].value).value) for n, a in consumed.items())
+    if any(use > total for _, use, total in limits):
+        return None  # more than the device has, whatever the cluster uses of it
+    return limits, consumed
+
+
+def fast_solve(
+    count: int, devices: tuple[_Device, ...], state: AllocatedState, error: Callable[[int], str]
+) -> Outcome | None:
+    """The first ``count`` usable devices, or None (see the module docstring); ``error(index)`` is the message
+    for a device whose selector failed."""
     picks: list[Choice] = []
-    for device in devices:
-        if state.is_allocated(device.index):
+    allocated, consumed_of = state.is_allocated, state.consumed
+    for pos, index, limits, consumed, failed in devices:
+        if allocated(index):
             continue
-        if device.error is not None:
-            raise AllocationError(device.error)
-        if device.multi:
-            used = state.consumed(device.index)
-            if any(used.get(name, 0) + use > total for name, use, total in device.limits):
+        if failed:
+            raise AllocationError(error(index))
+        if limits:
+            used = consumed_of(index)
+            if used and any(used.get(name, 0) + use > total for name, use, total in limits):
                 continue
-        picks.append(Choice(0, 0, device.pos, device.consumed))
-        if len(picks) == simple.count:
+        picks.append(Choice(0, 0, pos, consumed))
+        if len(picks) == count:
             return Outcome(choices=(tuple(picks),), subrequests=((0,),))
     return None
