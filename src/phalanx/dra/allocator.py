@@ -17,7 +17,7 @@ from phalanx.api.dra_defaults import ALL, EXACT_COUNT, defaulted
 from phalanx.dra.capacity import Amount, amount, consumed_capacity, requested_fits
 from phalanx.dra.constraints import Tracker, attribute_value, new_tracker
 from phalanx.dra.errors import MAX_RESULTS, AllocationError
-from phalanx.dra.fast import FastRows, Prepared, fast_solve, node_devices, simple_claim
+from phalanx.dra.fast import FastRows, Prepared, SelectorFailed, fast_solve, node_devices, simple_claim
 from phalanx.dra.features import DEFAULT_FEATURES, Features
 from phalanx.dra.inventory import DeviceInfo, DeviceInventory, NodePool
 from phalanx.dra.outcomes import Outcome, OutcomeCache, shape_key
@@ -129,19 +129,14 @@ class Allocator:
             )
         if devices is None:
             return False, None
-
-        def error(index: int) -> str:
-            verdict = self._selectable_in(
-                simple.device_class.metadata.name,
-                simple.class_exprs,
-                prepared.who,
-                simple.request_exprs,
-                self.inventory.devices[index],
-            )
+        try:
+            return True, fast_solve(simple.count, devices, self.state)  # type: ignore[arg-type]
+        except SelectorFailed as failed:
+            info = self.inventory.devices[failed.index]
+            name = simple.device_class.metadata.name
+            verdict = self._selectable_in(name, simple.class_exprs, prepared.who, simple.request_exprs, info)
             assert isinstance(verdict, SelectorError)
-            return verdict.message
-
-        return True, fast_solve(simple.count, devices, self.state, error)  # type: ignore[arg-type]
+            raise AllocationError(verdict.message) from None
 
     def _selectable_in(
         self, class_name: str, class_exprs: list[str], who: str, request_exprs: list[str], info: DeviceInfo
@@ -154,8 +149,10 @@ class Allocator:
         return self._selectors.check(f"claim {who}", request_exprs, info)
 
     def _invalid(self, row: int, outcome: Outcome | None) -> None:
-        pools = self.inventory.node_pools(row)
-        self.invalid_pools = [p.pool_id_text for p in pools if p.invalid] if outcome is None else []
+        if outcome is not None:
+            self.invalid_pools = []
+            return
+        self.invalid_pools = [p.pool_id_text for p in self.inventory.node_pools(row) if p.invalid]
 
     def _selection(self, claims: Sequence[dra.ResourceClaim]) -> Callable[[DeviceInfo], Hashable]:
         """Per device, what the claims' selectors and constraints see of it (for the shape key)."""

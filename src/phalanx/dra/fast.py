@@ -23,7 +23,7 @@ import msgspec
 from phalanx.api import dra
 from phalanx.api.dra_defaults import EXACT_COUNT, defaulted
 from phalanx.dra.capacity import Amount, amount, consumed_capacity, requested_fits
-from phalanx.dra.errors import MAX_RESULTS, AllocationError
+from phalanx.dra.errors import MAX_RESULTS
 from phalanx.dra.features import Features
 from phalanx.dra.inventory import DeviceInfo, DeviceInventory
 from phalanx.dra.outcomes import Outcome
@@ -31,7 +31,7 @@ from phalanx.dra.search import Choice, tolerated
 from phalanx.dra.selection import SelectorError
 from phalanx.dra.state import AllocatedState
 
-__all__ = ["FastRows", "Prepared", "Simple", "fast_solve", "simple_claim"]
+__all__ = ["FastRows", "Prepared", "SelectorFailed", "Simple", "fast_solve", "node_devices", "simple_claim"]
 
 _SPEC = msgspec.json.Encoder(order="sorted")
 _MAX_ROWS = 1 << 17  # entries a FastRows table keeps before it starts again
@@ -214,21 +214,26 @@ def _fit(simple: Simple, info: DeviceInfo, features: Features) -> _Fit:
     return limits, consumed
 
 
-def fast_solve(
-    count: int, devices: tuple[_Device, ...], state: AllocatedState, error: Callable[[int], str]
-) -> Outcome | None:
-    """The first ``count`` usable devices, or None (see the module docstring); ``error(index)`` is the message
-    for a device whose selector failed."""
+class SelectorFailed(Exception):
+    """The scan reached a free device whose selector failed (the caller words the error)."""
+
+    def __init__(self, index: int) -> None:
+        super().__init__(index)
+        self.index = index
+
+
+def fast_solve(count: int, devices: tuple[_Device, ...], state: AllocatedState) -> Outcome | None:
+    """The first ``count`` usable devices, or None (see the module docstring). Raises SelectorFailed."""
     picks: list[Choice] = []
-    allocated, consumed_of = state.is_allocated, state.consumed
+    exclusive, consumed_by = state.usage()
     for pos, index, limits, consumed, failed in devices:
-        if allocated(index):
+        if index in exclusive:
             continue
         if failed:
-            raise AllocationError(error(index))
+            raise SelectorFailed(index)
         if limits:
-            used = consumed_of(index)
-            if used and any(used.get(name, 0) + use > total for name, use, total in limits):
+            used = consumed_by.get(index)
+            if used and not all(used.get(name, 0) + use <= total for name, use, total in limits):
                 continue
         picks.append(Choice(0, 0, pos, consumed))
         if len(picks) == count:
