@@ -41,7 +41,7 @@ _MAX_ROWS = 1 << 17  # entries a FastRows table keeps before it starts again
 class Simple:
     """A simple claim's one request, validated and defaulted (shared by claims of one spec)."""
 
-    key: bytes  # the claim's and class's specs: equal keys select the same devices
+    key: tuple[bytes, tuple[tuple[str, int, bool], ...]]  # equal keys: the same devices can serve the request
     select: bytes  # what picks the candidates apart from capacity: class, selectors, tolerations
     capacity_key: tuple[tuple[str, int, bool], ...]
     count: int
@@ -72,14 +72,14 @@ _Fit = tuple[tuple[tuple[str, int, int], ...], "dict[str, Amount] | None"] | Non
 class FastRows:
     """What the fast path keeps across calls, none of it depending on the cluster's use: per claim spec the
     request; per (selectors, node row) the devices that pass them (None when one draws from shared counters:
-    the general search then); per (capacity request, device kind) what one allocation consumes; and per (request
-    spec, node row) the devices the request could take."""
+    the general search then); per (capacity request, device kind) what one allocation consumes; and per
+    (selectors, capacity request, node row) the devices the request could take, whatever its count."""
 
     def __init__(self) -> None:
         self.simple: dict[bytes, Simple | None] = {}
         self.selected: dict[tuple[bytes, int], _Selected | None] = {}
         self.fits: dict[tuple[tuple[tuple[str, int, bool], ...], int], _Fit] = {}
-        self.devices: dict[tuple[bytes, int], tuple[_Device, ...] | None] = {}
+        self.devices: dict[tuple[tuple[bytes, tuple[tuple[str, int, bool], ...]], int], tuple[_Device, ...] | None] = {}
 
     def bound(self) -> None:
         """Forget everything beyond a bound (a long run with ever new claim specs)."""
@@ -103,13 +103,11 @@ def simple_claim(
         simple = known[spec]
         if simple is None or classes.get(simple.device_class.metadata.name) is simple.device_class:
             return simple
-    simple = known[spec] = _simple(claims[0].spec, spec, classes, features)
+    simple = known[spec] = _simple(claims[0].spec, classes, features)
     return simple
 
 
-def _simple(
-    spec: dra.ResourceClaimSpec, encoded: bytes, classes: Mapping[str, dra.DeviceClass], features: Features
-) -> Simple | None:
+def _simple(spec: dra.ResourceClaimSpec, classes: Mapping[str, dra.DeviceClass], features: Features) -> Simple | None:
     devices = spec.devices
     if devices.constraints or len(devices.requests) != 1:
         return None
@@ -131,10 +129,12 @@ def _simple(
     class_exprs = [s.cel.expression for s in device_class.spec.selectors if s.cel is not None]
     request_exprs = [s.cel.expression for s in exact.selectors if s.cel is not None]
     tolerations = tuple(exact.tolerations)
+    select = _SPEC.encode([device_class.metadata.name, device_class.spec, request_exprs, tolerations])
+    capacity_key = tuple(sorted((k, a.value, a.binary) for k, a in capacity.items()))
     return Simple(
-        key=encoded + b"\0" + _SPEC.encode(device_class.spec),
-        select=_SPEC.encode([device_class.metadata.name, device_class.spec, request_exprs, tolerations]),
-        capacity_key=tuple(sorted((k, a.value, a.binary) for k, a in capacity.items())),
+        key=(select, capacity_key),
+        select=select,
+        capacity_key=capacity_key,
         count=exact.count,
         capacity=capacity,
         device_class=device_class,
@@ -233,8 +233,14 @@ def fast_solve(count: int, devices: tuple[_Device, ...], state: AllocatedState) 
             raise SelectorFailed(index)
         if limits:
             used = consumed_by.get(index)
-            if used and not all(used.get(name, 0) + use <= total for name, use, total in limits):
-                continue
+            if used:
+                over = False
+                for name, use, total in limits:
+                    if used.get(name, 0) + use > total:
+                        over = True
+                        break
+                if over:
+                    continue
         picks.append(Choice(0, 0, pos, consumed))
         if len(picks) == count:
             return Outcome(choices=(tuple(picks),), subrequests=((0,),))
