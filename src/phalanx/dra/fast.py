@@ -9,8 +9,9 @@ and there is none when fewer are usable. A device whose selector failed to evalu
 when the scan reaches it while it is free, as the search would (:mod:`phalanx.dra.search`).
 
 What does not depend on the cluster's use (which devices of the node the request could ever take, and what one
-allocation of each consumes) is kept per (request spec, node row); a scan then reads only the allocated state.
-Anything outside this shape goes to the general search; ``tests/dra/test_fast.py`` checks both agree.
+allocation of each consumes) is kept per (selectors and capacity request, node row); a scan then reads only the
+allocated state. Anything outside this shape goes to the general search; ``tests/dra/unit/test_fast.py`` checks
+that both agree.
 """
 
 from __future__ import annotations
