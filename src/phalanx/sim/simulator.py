@@ -34,7 +34,8 @@ from phalanx.scheduling.resource_claims import ResourceObjects
 from phalanx.scheduling.scheduler import Scheduler
 from phalanx.sim.devices import ClusterDevices
 from phalanx.sim.faults import NodeEvent, NodeFailures
-from phalanx.sim.jobs import GPU, NAMESPACE, batch_job, claim_template_of, job_objects, tolerations_for
+from phalanx.sim.jobs import GPU, NAMESPACE, batch_job, claim_template_of, job_name, job_objects, tolerations_for
+from phalanx.sim.tree_jobs import tree_objects, tree_satisfied
 from phalanx.sim.workload import BLOCK, HOSTNAME, RACK, JobRecord
 
 __all__ = ["CAUSES", "POLICIES", "JobRun", "Observer", "Policy", "Sample", "SimulationResult", "policy_of", "simulate"]
@@ -117,6 +118,8 @@ class JobRun:
     failed: float | None = None  # when the job failed for good (BackoffLimitExceeded)
     restarts_by: Counter[str] = field(default_factory=Counter)  # cause -> restarts
     lost_by: dict[str, float] = field(default_factory=lambda: dict.fromkeys(CAUSES, 0.0))  # cause -> GPU-seconds
+    composite: str | None = None  # a tree job's root CompositePodGroup key (its PodGroups: ``tree_groups``)
+    tree_groups: list[str] = field(default_factory=list)
 
 
 class Observer(Recorder, Protocol):
@@ -278,7 +281,8 @@ class _Simulation:
         node_of = self.sched.node_of
         for i in sorted(self.waiting):
             run = self.runs[i]
-            if all(node_of(k) is not None for k in run.pods):
+            tree = run.job.tree
+            if tree_satisfied(tree, run.pods, node_of) if tree else all(node_of(k) is not None for k in run.pods):
                 run.start = now
                 self.waiting.discard(i)
                 heapq.heappush(self.heap, (now + run.job.duration, _COMPLETE, run.restarts, i))
@@ -298,6 +302,8 @@ class _Simulation:
 
     def _submit(self, i: int) -> list[str]:
         run = self.runs[i]
+        if run.job.tree is not None:
+            return self._submit_tree(i)
         gang = self.policy.gang
         group, pods = job_objects(run.job, run.restarts, gang, self.policy.topology, self.tolerations)
         run.group = None
@@ -305,6 +311,26 @@ class _Simulation:
             self.sched.add_pod_group(group)
             run.group = f"{NAMESPACE}/{group.metadata.name}"
         self._generate_claims(run, pods, group)
+        keys = [self.sched.add_pod(pod).key for pod in pods]
+        self.owner.update((k, i) for k in keys)
+        self.waiting.add(i)
+        return keys
+
+    def _submit_tree(self, i: int) -> list[str]:
+        """A tree job's CompositePodGroup, then its PodGroups, then its pods (the order a snapshot loads them)."""
+        run, job = self.runs[i], self.runs[i].job
+        assert job.tree is not None
+        name = job_name(job, run.restarts)
+        root, groups, pods = tree_objects(
+            name, job.tree, job.priority, self.policy.gang, self.policy.topology, self.tolerations, job.submit
+        )
+        run.group, run.composite, run.tree_groups = None, None, []
+        if root is not None:
+            self.sched.add_composite_pod_group(root)
+            run.composite = f"{NAMESPACE}/{name}"
+        for group in groups:
+            self.sched.add_pod_group(group)
+            run.tree_groups.append(f"{NAMESPACE}/{group.metadata.name}")
         keys = [self.sched.add_pod(pod).key for pod in pods]
         self.owner.update((k, i) for k in keys)
         self.waiting.add(i)
@@ -341,6 +367,10 @@ class _Simulation:
         self._delete_pods(run)
         if run.group:
             self.sched.delete_pod_group(run.group)
+        for key in run.tree_groups:
+            self.sched.delete_pod_group(key)
+        if run.composite:
+            self.sched.delete_composite_pod_group(run.composite)
         run.start = None
 
     def _restart(self, i: int, now: float, cause: str) -> None:
