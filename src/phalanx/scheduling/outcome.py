@@ -51,6 +51,15 @@ MSG_OTHER_POD_FAILED = "failed to schedule other pod from a pod group"  # a memb
 MSG_WAITING_PREEMPTION = "pod group is waiting for preemption to complete"
 CONDITION_DISRUPTION_TARGET = "DisruptionTarget"
 MSG_MIXED_SCHEDULER = 'all pods in a single pod group should have the same .spec.schedulerName set, got: "{}" and "{}"'
+# v1.37's validatePodGroup (schedule_one_podgroup.go): the pod's value, then the group's (or the first member's).
+MSG_MIXED_PRIORITY = (
+    "all pods in a single pod group should have the same priority as the pod group's priority, got {} and {}"
+)
+MSG_MIXED_PREEMPTION_POLICY = "all pods in a single pod group should have the same preemption policy, got {} and {}"
+MSG_GROUP_PREEMPTION_POLICY = (
+    "all pods in a single pod group should have the same preemption policy as the pod group's preemption policy, "
+    "got {} and {}"
+)
 MSG_GATED = "Scheduling is blocked due to non-empty scheduling gates"
 
 

@@ -65,6 +65,11 @@ class Rules:
     # SchedulerError (``running "DynamicResources" filter plugin: ...``) and no PostFilter, and a PodGroup cycle
     # stops at that member and fails with SchedulerError (scheduling/cycle/pod.py, cycle/members.py).
     allocator_error_per_node: bool = True
+    # v1.37's PodGroup validation: a member whose priority differs from its PodGroup's, or whose preemptionPolicy
+    # differs from the group's (the PodGroup's own, else the first member's), fails the whole group with
+    # SchedulerError before any cycle runs; v1.36 schedules such members, each with its own priority
+    # (scheduling/cycle/validation.py).
+    member_priority_check: bool = True
     # ``serve`` removes preemption victims through the Eviction API (PodDisruptionBudgets enforced by the API
     # server); off, it deletes them as kube-scheduler does (kube/serve.py).
     victims_by_eviction: bool = True

@@ -34,6 +34,7 @@ from phalanx.scheduling.cycle.members import (
     submit,
 )
 from phalanx.scheduling.cycle.placement import placement_algorithm
+from phalanx.scheduling.cycle.validation import member_mismatch
 from phalanx.scheduling.groups import GroupInfo
 from phalanx.scheduling.profile import Profile
 from phalanx.scheduling.recorder import Rejection
@@ -48,14 +49,14 @@ def schedule_pod_group(ctx: CycleContext, first: PodInfo, group: GroupInfo) -> N
     members = [pi for pi in members if pi.pod.metadata.deletion_timestamp is None]
     # podGroupInfoForPod: by priority, then by when each member first entered the active queue.
     members.sort(key=lambda pi: (-pi.priority, ctx.entered(pi.key)))
-    first_name = members[0].pod.spec.scheduler_name
-    other = next((pi.pod.spec.scheduler_name for pi in members if pi.pod.spec.scheduler_name != first_name), None)
-    if other is not None:
-        # frameworkForPodGroup: the first mismatching name, then the first member's; the pods fail before any
-        # cycle runs, so the PodGroup condition is left as it is.
-        message = o.MSG_MIXED_SCHEDULER.format(other, first_name)
+    mismatch = member_mismatch(ctx, group, members)
+    if mismatch is not None:
+        # The pods fail before any cycle runs (frameworkForPodGroup in v1.36; validatePodGroup in v1.37, which
+        # also writes the condition for a priority or preemption policy mismatch).
         for pi in members:
-            ctx.reject(pi, Rejection(o.REASON_SCHEDULER_ERROR, message))
+            ctx.reject(pi, Rejection(o.REASON_SCHEDULER_ERROR, mismatch.message))
+        if mismatch.sets_condition:
+            ctx.set_condition(group, "False", o.REASON_SCHEDULER_ERROR, mismatch.message)
         return
     profile = ctx.profile_for(members[0])
     cycle = GroupCycle(ctx, group, profile, members, _quorum(ctx, group, profile), bound_members(ctx, group))

@@ -1,0 +1,64 @@
+"""v1.37's PodGroup validation (``Rules.member_priority_check``): members must have their group's priority and one
+preemption policy; the first member that breaks it fails the whole group with SchedulerError before any cycle."""
+
+from __future__ import annotations
+
+from phalanx.api.models import Pod
+from phalanx.scheduling.rules import COMPAT_V1_36
+from phalanx.scheduling.scheduler import Scheduler
+
+from builders import make_group, make_node, make_pod
+
+_POLICY = "all pods in a single pod group should have the same preemption policy, got {} and {}"
+_GROUP_POLICY = (
+    "all pods in a single pod group should have the same preemption policy as the pod group's preemption policy, "
+    "got {} and {}"
+)
+
+
+def _member(name: str, policy: str | None = None, created: str = "2026-01-01T10:00:00Z") -> Pod:
+    pod = make_pod(name).requests(cpu="1").group("g").created(created).obj()
+    pod.spec.preemption_policy = policy
+    return pod
+
+
+def _run(pods: list[Pod], policy: str | None = None, rules: bool = True) -> Scheduler:
+    group = make_group("g", 2)
+    assert group.spec is not None
+    group.spec.preemption_policy = policy
+    s = Scheduler(rules=None if rules else COMPAT_V1_36)
+    s.load([make_node("n").allocatable(cpu="8").obj()], pods, [group])
+    s.run()
+    return s
+
+
+def test_members_with_different_preemption_policies_fail_with_the_first_members_policy_named() -> None:
+    # g-1 completes minCount, so it is the first member: its policy (Never) is the one the others must match.
+    s = _run([_member("g-0"), _member("g-1", "Never", "2026-01-01T10:01:00Z")])
+    message = _POLICY.format("PreemptLowerPriority", "Never")
+    for key in ("default/g-0", "default/g-1"):
+        out = s.recorder.outcomes[key]
+        assert (out.phase, out.reason, out.message) == ("Unschedulable", "SchedulerError", message)
+    condition = s.groups.conditions["default/g"]
+    assert (condition.status, condition.reason, condition.message) == ("False", "SchedulerError", message)
+
+
+def test_a_pod_group_that_declares_a_preemption_policy_is_the_reference() -> None:
+    s = _run([_member("g-0"), _member("g-1")], policy="Never")
+    message = _GROUP_POLICY.format("PreemptLowerPriority", "Never")
+    assert s.recorder.outcomes["default/g-0"].message == message
+
+
+def test_a_bound_member_with_another_priority_fails_the_pending_ones() -> None:
+    """validateScheduledPods: the group's bound members are checked too."""
+    bound = make_pod("g-0").requests(cpu="1").group("g").priority(7).node("n").obj()
+    s = _run([bound, _member("g-1")])
+    out = s.recorder.outcomes["default/g-1"]
+    assert (out.phase, out.reason) == ("Unschedulable", "SchedulerError")
+    assert out.message.endswith("got 7 and 0")
+
+
+def test_v1_36_schedules_members_whatever_their_priorities_and_policies() -> None:
+    bound = make_pod("g-0").requests(cpu="1").group("g").priority(7).node("n").obj()
+    s = _run([bound, _member("g-1", "Never")], rules=False)
+    assert s.recorder.outcomes["default/g-1"].phase == "Scheduled"
