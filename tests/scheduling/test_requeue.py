@@ -79,3 +79,19 @@ def test_a_nominated_pod_keeps_its_room_from_an_older_pod_of_its_priority() -> N
     out = s.recorder.outcomes
     assert (out["default/preemptor"].phase, out["default/preemptor"].node) == ("Scheduled", "n")
     assert out["default/older"].phase == "Unschedulable" and out["default/victim"].phase == "Evicted"
+
+
+def test_an_updated_pending_pod_keeps_its_entry_rank() -> None:
+    """A status patch coming back through a watch replaces the pod in the engine; like kube's
+    InitialAttemptTimestamp, its first entry into the active queue still counts (a recreated pod starts over)."""
+    s = Scheduler()
+    s.load([make_node("n").allocatable(cpu="1").obj()], [], [make_group("g", 2)])
+    s.add_pod(make_pod("g-0").requests(cpu="1").group("g").obj())
+    quorum = make_pod("g-1").requests(cpu="1").group("g").obj()
+    s.add_pod(quorum)  # completes minCount: enters first
+    assert s.queue.entered("default/g-1") < s.queue.entered("default/g-0")
+    s.update_pod(quorum)
+    assert s.queue.entered("default/g-1") < s.queue.entered("default/g-0")
+    s.delete_pod("default/g-1")
+    s.add_pod(make_pod("g-1").requests(cpu="1").group("g").obj())
+    assert s.queue.entered("default/g-1") > s.queue.entered("default/g-0")

@@ -256,12 +256,16 @@ class Scheduler:
         self.queue.on_event(ClusterEvent.POD_ADD, pi.group_key)
         return pi
 
-    def delete_pod(self, key: str) -> None:
-        """A pod is gone (deleted, completed or evicted): free its node and retry pods that may now fit."""
+    def delete_pod(self, key: str, replaced: bool = False) -> None:
+        """A pod is gone (deleted, completed or evicted): free its node and retry pods that may now fit.
+        ``replaced``: a new version of it follows, which keeps its place in the queue's entry order."""
         pi = self.pods.pop(key, None)
         if pi is None:
             return
-        self.queue.forget(key)
+        if replaced:
+            self.queue.remove(key)
+        else:
+            self.queue.forget(key)
         self.recorder.forgotten(key)
         self.bound_elsewhere.discard(key)
         self._groups.discard_member(pi)
@@ -281,7 +285,7 @@ class Scheduler:
                 self.state.bind(current)
                 current.pod = pod
                 return current
-        self.delete_pod(key)
+        self.delete_pod(key, replaced=True)
         return self.add_pod(pod)
 
     def add_resource_claim(self, claim: ResourceClaim, generated_from: str | None = None) -> None:
