@@ -1,10 +1,11 @@
-"""v1.37's PodGroup validation (``Rules.member_priority_check``): members must have their group's priority and one
-preemption policy; the first member that breaks it fails the whole group with SchedulerError before any cycle."""
+"""v1.37's PodGroup validation (phalanx's mode and --compat v1.37; not --compat v1.36): members must have their
+group's priority and one preemption policy; the first member that breaks it fails the whole group with
+SchedulerError before any cycle."""
 
 from __future__ import annotations
 
 from phalanx.api.models import Pod
-from phalanx.scheduling.rules import COMPAT_V1_36
+from phalanx.scheduling.config import SchedulerConfig, with_mode
 from phalanx.scheduling.scheduler import Scheduler
 
 from builders import make_group, make_node, make_pod
@@ -22,12 +23,12 @@ def _member(name: str, policy: str | None = None, created: str = "2026-01-01T10:
     return pod
 
 
-def _run(pods: list[Pod], policy: str | None = None, rules: bool = True) -> Scheduler:
-    group = make_group("g", 2)
+def _run(pods: list[Pod], policy: str | None = None, compat: str | None = None, min_count: int | None = 2) -> Scheduler:
+    group = make_group("g", min_count)
     assert group.spec is not None
     group.spec.preemption_policy = policy
-    s = Scheduler(rules=None if rules else COMPAT_V1_36)
-    s.load([make_node("n").allocatable(cpu="8").obj()], pods, [group])
+    s = Scheduler(with_mode(SchedulerConfig(), compat))
+    s.load([make_node("n").allocatable(cpu="8").obj(), make_node("tiny").allocatable(cpu="1").obj()], pods, [group])
     s.run()
     return s
 
@@ -58,7 +59,23 @@ def test_a_bound_member_with_another_priority_fails_the_pending_ones() -> None:
     assert out.message.endswith("got 7 and 0")
 
 
+def test_v1_37_compat_checks_too() -> None:
+    s = _run([_member("g-0"), _member("g-1", "Never", "2026-01-01T10:01:00Z")], compat="v1.37")
+    assert s.recorder.outcomes["default/g-0"].reason == "SchedulerError"
+
+
 def test_v1_36_schedules_members_whatever_their_priorities_and_policies() -> None:
     bound = make_pod("g-0").requests(cpu="1").group("g").priority(7).node("n").obj()
-    s = _run([bound, _member("g-1", "Never")], rules=False)
+    s = _run([bound, _member("g-1", "Never")], compat="v1.36")
     assert s.recorder.outcomes["default/g-1"].phase == "Scheduled"
+
+
+def test_v1_36_places_members_by_priority_then_age() -> None:
+    """podGroupInfoForPod: the big node goes to the high-priority driver although worker is older (basic policy:
+    the group succeeds with one member)."""
+    worker = make_pod("worker").requests(cpu="8").group("g").created("2026-05-01T10:00:00Z").obj()
+    driver = make_pod("driver").requests(cpu="8").group("g").priority(1000).created("2026-05-01T10:05:00Z").obj()
+    s = _run([worker, driver], compat="v1.36", min_count=None)
+    out = s.recorder.outcomes
+    assert (out["default/driver"].phase, out["default/driver"].node) == ("Scheduled", "n")
+    assert out["default/worker"].phase == "Unschedulable"

@@ -1,6 +1,6 @@
 """The checks a PodGroup cycle makes before it places anything: one schedulerName for every member (v1.36), and,
-beyond v1.36 as v1.37 requires (``Rules.member_priority_check``), every member with the group's priority and one
-preemption policy.
+as v1.37 requires (in phalanx's mode and ``--compat v1.37``; ``PodGroups.check_member_priority``), every member
+with the group's priority and one preemption policy.
 
 v1.37's ``validatePodGroup`` walks the queued members in cycle order, then the bound ones, and stops at the first
 member that breaks a rule: schedulerName (against the first queued member's), priority (against the PodGroup's),
@@ -31,7 +31,7 @@ class Mismatch:
 def member_mismatch(ctx: CycleContext, group: GroupInfo, members: Sequence[PodInfo]) -> Mismatch | None:
     """The first member that breaks a group-wide rule, or None. ``members``: the queued members in cycle order."""
     first = members[0].pod.spec.scheduler_name
-    if not ctx.rules.member_priority_check:
+    if not ctx.groups.check_member_priority:
         other = next((pi.pod.spec.scheduler_name for pi in members if pi.pod.spec.scheduler_name != first), None)
         return None if other is None else Mismatch(o.MSG_MIXED_SCHEDULER.format(other, first), False)
     priority = ctx.groups.priority(group.key)
@@ -43,13 +43,11 @@ def member_mismatch(ctx: CycleContext, group: GroupInfo, members: Sequence[PodIn
         if pi.pod.spec.scheduler_name != first:
             return Mismatch(o.MSG_MIXED_SCHEDULER.format(pi.pod.spec.scheduler_name, first), False)
         if pi.priority != priority:
-            ctx.changed_by("member_priority_check", [group.key, *(m.key for m in members)])
             return Mismatch(o.MSG_MIXED_PRIORITY.format(pi.priority, priority), True)
         own = ctx.preemption_policy(pi)
         if policy is None:
             policy = own
         elif own != policy:
-            ctx.changed_by("member_priority_check", [group.key, *(m.key for m in members)])
             template = o.MSG_GROUP_PREEMPTION_POLICY if declared is not None else o.MSG_MIXED_PREEMPTION_POLICY
             return Mismatch(template.format(own, policy), True)
     return None
