@@ -34,7 +34,9 @@ def _run(pods: list[Pod], policy: str | None = None, compat: str | None = None, 
 
 
 def test_members_with_different_preemption_policies_fail_with_the_first_members_policy_named() -> None:
-    # g-1 completes minCount, so it is the first member: its policy (Never) is the one the others must match.
+    """PodGroupPreemptionPolicy off (as phalanx's profile has it): the first member's policy is the one the others
+    must match. g-1 completes minCount, so it is the first member."""
+    assert not with_mode(SchedulerConfig(), None).feature_gates.scheduling().pod_group_preemption_policy
     s = _run([_member("g-0"), _member("g-1", "Never", "2026-01-01T10:01:00Z")])
     message = _POLICY.format("PreemptLowerPriority", "Never")
     for key in ("default/g-0", "default/g-1"):
@@ -44,10 +46,15 @@ def test_members_with_different_preemption_policies_fail_with_the_first_members_
     assert (condition.status, condition.reason, condition.message) == ("False", "SchedulerError", message)
 
 
-def test_a_pod_group_that_declares_a_preemption_policy_is_the_reference() -> None:
-    s = _run([_member("g-0"), _member("g-1")], policy="Never")
-    message = _GROUP_POLICY.format("PreemptLowerPriority", "Never")
-    assert s.recorder.outcomes["default/g-0"].message == message
+def test_with_the_gate_on_the_pod_groups_policy_is_the_reference() -> None:
+    """PodGroupPreemptionPolicy on (as --compat v1.37 has it): the PodGroup's policy, PreemptLowerPriority if unset."""
+    assert with_mode(SchedulerConfig(), "v1.37").feature_gates.scheduling().pod_group_preemption_policy
+    s = _run([_member("g-0"), _member("g-1")], policy="Never", compat="v1.37")
+    assert s.recorder.outcomes["default/g-0"].message == _GROUP_POLICY.format("PreemptLowerPriority", "Never")
+    s = _run([_member("g-0"), _member("g-1", "Never", "2026-01-01T10:01:00Z")], compat="v1.37")
+    assert s.recorder.outcomes["default/g-0"].message == _GROUP_POLICY.format("Never", "PreemptLowerPriority")
+    s = _run([_member("g-0", "Never"), _member("g-1", "Never")], policy="Never", compat="v1.37")
+    assert {s.recorder.outcomes[k].phase for k in ("default/g-0", "default/g-1")} == {"Scheduled"}
 
 
 def test_a_bound_member_with_another_priority_fails_the_pending_ones() -> None:
@@ -57,11 +64,6 @@ def test_a_bound_member_with_another_priority_fails_the_pending_ones() -> None:
     out = s.recorder.outcomes["default/g-1"]
     assert (out.phase, out.reason) == ("Unschedulable", "SchedulerError")
     assert out.message.endswith("got 7 and 0")
-
-
-def test_v1_37_compat_checks_too() -> None:
-    s = _run([_member("g-0"), _member("g-1", "Never", "2026-01-01T10:01:00Z")], compat="v1.37")
-    assert s.recorder.outcomes["default/g-0"].reason == "SchedulerError"
 
 
 def test_v1_36_schedules_members_whatever_their_priorities_and_policies() -> None:

@@ -4,8 +4,8 @@ with the group's priority and one preemption policy.
 
 v1.37's ``validatePodGroup`` walks the queued members in cycle order, then the bound ones, and stops at the first
 member that breaks a rule: schedulerName (against the first queued member's), priority (against the PodGroup's),
-preemptionPolicy (against the PodGroup's when it declares one, which the API server keeps only with the
-PodGroupPreemptionPolicy gate on; otherwise against the first member's)."""
+preemptionPolicy (with the PodGroupPreemptionPolicy gate on, against the PodGroup's, PreemptLowerPriority when it
+declares none; with it off, v1.37's default, against the first member's)."""
 
 from __future__ import annotations
 
@@ -35,9 +35,10 @@ def member_mismatch(ctx: CycleContext, group: GroupInfo, members: Sequence[PodIn
         other = next((pi.pod.spec.scheduler_name for pi in members if pi.pod.spec.scheduler_name != first), None)
         return None if other is None else Mismatch(o.MSG_MIXED_SCHEDULER.format(other, first), False)
     priority = ctx.groups.priority(group.key)
+    gated = ctx.gates.pod_group_preemption_policy
     spec = group.pod_group.spec
     declared = spec.preemption_policy if spec is not None else None
-    policy = declared
+    policy = (declared or "PreemptLowerPriority") if gated else None
     bound = [ctx.state.pods[k] for k in sorted(ctx.groups.members_of(group.key)) if k in ctx.state.pods]
     for pi in [*members, *(b for b in bound if ctx.is_bound(b.key))]:
         if pi.pod.spec.scheduler_name != first:
@@ -48,6 +49,6 @@ def member_mismatch(ctx: CycleContext, group: GroupInfo, members: Sequence[PodIn
         if policy is None:
             policy = own
         elif own != policy:
-            template = o.MSG_GROUP_PREEMPTION_POLICY if declared is not None else o.MSG_MIXED_PREEMPTION_POLICY
+            template = o.MSG_GROUP_PREEMPTION_POLICY if gated else o.MSG_MIXED_PREEMPTION_POLICY
             return Mismatch(template.format(own, policy), True)
     return None
