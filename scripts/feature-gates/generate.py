@@ -51,6 +51,7 @@ _VERSION = re.compile(r'Version:\s*version\.(?:MustParse\("(\d+)\.(\d+)"\)|Major
 _DEFAULT = re.compile(r"Default:\s*(true|false)")
 _STAGE = re.compile(r"PreRelease:\s*(?:featuregate\.)?(\w+)")
 _LOCK = re.compile(r"LockToDefault:\s*(true|false)")
+_MIN_COMPAT = re.compile(r'MinCompatibilityVersion:\s*version\.MustParse\("(\d+)\.(\d+)"\)')
 _STAGES = {"Alpha": "ALPHA", "Beta": "BETA", "GA": "GA", "Deprecated": "DEPRECATED", "PreAlpha": "PREALPHA"}
 
 
@@ -63,6 +64,11 @@ def _spec_at(lines: list[str], emulation: tuple[int, int]) -> tuple[str, bool, b
             raise SystemExit(f"cannot read a gate spec: {line.strip()}")
         major, minor = (int(v.group(1) or v.group(3)), int(v.group(2) or v.group(4)))
         if (major, minor) > emulation:
+            continue
+        # A spec with a minimum compatibility version applies only once that is reached; a binary's default
+        # compatibility version is one minor below its emulation version.
+        mc = _MIN_COMPAT.search(line)
+        if mc is not None and (int(mc.group(1)), int(mc.group(2))) > (emulation[0], emulation[1] - 1):
             continue
         d, s, lock = _DEFAULT.search(line), _STAGE.search(line), _LOCK.search(line)
         if d is None or s is None:

@@ -65,7 +65,7 @@ GATES: dict[str, tuple[str, bool, bool]] = {
     "DRADeviceTaintRules": ("GA", True, False),
     "DRADeviceTaints": ("GA", True, False),
     "DRAExtendedResource": ("GA", True, True),
-    "DRAFractionalCapacityRange": ("BETA", True, False),
+    "DRAFractionalCapacityRange": ("BETA", False, False),
     "DRAListTypeAttributes": ("ALPHA", False, False),
     "DRANodeAllocatableResources": ("ALPHA", False, False),
     "DRAOptionalNodeOperations": ("ALPHA", False, False),

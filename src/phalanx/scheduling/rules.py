@@ -8,7 +8,7 @@ docs/topology.md, docs/preemption.md and docs/dra.md describe each one; docs/com
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 
 __all__ = ["COMPAT_V1_36", "COMPAT_V1_37", "COMPAT_VERSIONS", "RULES", "Rules", "kebab", "rules_for"]
 
@@ -74,6 +74,10 @@ class Rules:
     # other domains. Off, as v1.37: greedy, in order, no backtracking, children "stealing" each other's capacity
     # (scheduling/cycle/composite.py).
     composite_min_first_backtracking: bool = True
+    # The members a successful PodGroup cycle left unplaced run workload-aware preemption at once, as v1.37.2 does
+    # (its next cycle of them comes straight away and preempts); off, as v1.36.3: they are requeued through
+    # backoff and preempt only after the pods queued before them had their turn (scheduling/cycle/group.py).
+    leftover_members_preempt_at_once: bool = True
 
     def names(self) -> list[str]:
         """The rules that are on, kebab-case, for reports."""
@@ -91,9 +95,9 @@ def kebab(name: str) -> str:
 
 RULES = Rules()  # every rule on: the engine's default
 COMPAT_V1_36 = Rules(**{f.name: False for f in fields(Rules)})  # exactly kube-scheduler v1.36
-# kube-scheduler v1.37.2: the same rules off. None of them is what v1.37 itself does (v1.37 adds CompositePodGroup
-# scheduling, which runs as upstream's greedy algorithm here; docs/compat.md says what v1.37 changes).
-COMPAT_V1_37 = Rules(**{f.name: False for f in fields(Rules)})
+# kube-scheduler v1.37.2: the same rules off, but for those v1.37 itself does (its per-pod preemption honours
+# disruptionMode, GetVictimsOnNode; a successful group's leftovers preempt at once); docs/compat.md says why.
+COMPAT_V1_37 = replace(COMPAT_V1_36, disruption_mode_in_pod_preemption=True, leftover_members_preempt_at_once=True)
 COMPAT_VERSIONS = {"v1.36": COMPAT_V1_36, "v1.37": COMPAT_V1_37}
 
 

@@ -82,9 +82,17 @@ def schedule_pod_group(ctx: CycleContext, first: PodInfo, group: GroupInfo) -> N
         preempt_group(cycle, intent, rejections)
         ctx.stats.preemption_seconds.append(time.perf_counter() - began)
     elif 0 < len(left) < len(members):
-        # Members a successful cycle left over: v1.36 requeues failed PodGroup members after backoff, so their
-        # next cycle (which places none of them, so it preempts) comes after the pods queued before them.
-        ctx.back_off([pi.key for pi in left])
+        if ctx.rules.leftover_members_preempt_at_once and wap and not cycle.preempting and not failed:
+            # v1.37: the leftovers' next cycle comes at once and, placing none of them, preempts for them.
+            began = time.perf_counter()
+            rest = GroupCycle(ctx, group, profile, left, cycle.quorum, bound_members(ctx, group))
+            preempt_group(rest, intent, rejections)
+            ctx.changed_by("leftover_members_preempt_at_once", [pi.key for pi in left])
+            ctx.stats.preemption_seconds.append(time.perf_counter() - began)
+        else:
+            # v1.36 requeues failed PodGroup members after backoff, so their next cycle (which places none of them,
+            # so it preempts) comes after the pods queued before them.
+            ctx.back_off([pi.key for pi in left])
     ctx.stats.cycle_seconds.append(time.perf_counter() - start)
 
 
