@@ -14,7 +14,16 @@ from collections.abc import Iterable, Sequence
 from phalanx.api.admission import RuntimeClasses
 from phalanx.api.dra import DeviceClass, ResourceClaim, ResourceSlice
 from phalanx.api.gcpause import paused_gc
-from phalanx.api.models import Namespace, Node, Pod, PodDisruptionBudget, PodGroup, PriorityClass, RuntimeClass
+from phalanx.api.models import (
+    CompositePodGroup,
+    Namespace,
+    Node,
+    Pod,
+    PodDisruptionBudget,
+    PodGroup,
+    PriorityClass,
+    RuntimeClass,
+)
 from phalanx.api.priority import PriorityResolver
 from phalanx.arrays import IntArray
 from phalanx.cluster.pods import PodInfo, pod_key
@@ -81,6 +90,8 @@ class Scheduler:
         self._groups = PodGroups(gang, self.priorities, enabled=self._gates.generic_workload)
         self.pods: dict[str, PodInfo] = {}
         self.bound_elsewhere: set[str] = set()  # pods bound to nodes missing from the snapshot
+        # CompositePodGroups by key, as the front ends deliver them, for the group cycle of their trees.
+        self.composite_pod_groups: dict[str, CompositePodGroup] = {}
         self.queue = SchedulingQueue(self._pre_enqueue, EVENT_HINTS, GROUP_SCOPED)
         self.runtime_classes = RuntimeClasses([])
         self._pdbs: list[PodDisruptionBudget] = []
@@ -159,6 +170,7 @@ class Scheduler:
         namespaces: Iterable[Namespace] = (),
         pdbs: Iterable[PodDisruptionBudget] = (),
         resources: ResourceObjects | None = None,
+        composite_pod_groups: Iterable[CompositePodGroup] = (),
     ) -> None:
         """Take a snapshot: nodes first, then groups, then DRA objects, then pods (bound pods accounted, pending
         pods queued). Raises AdmissionError or UnknownPriorityClass for a pod the API server would not have
@@ -173,6 +185,9 @@ class Scheduler:
             }
             for pg in pod_groups:
                 self._groups.add(pg)
+            self.composite_pod_groups = {
+                pod_key(c.metadata.namespace, c.metadata.name): c for c in composite_pod_groups
+            }
             self._claims = ClaimBinding.build(self.state.table, resources, self._group_of, self._gates.dra)
             infos = [self._info(p) for p in pods]
             for pi in infos:
@@ -274,6 +289,15 @@ class Scheduler:
         group = self._groups.remove(key)
         if group is not None:
             self._claims.release_group(group.pod_group.metadata.namespace, group.pod_group.metadata.name)
+
+    def add_composite_pod_group(self, cpg: CompositePodGroup) -> None:
+        """A CompositePodGroup appeared or changed (its ``minGroupCount`` is mutable, like a gang's minCount)."""
+        key = pod_key(cpg.metadata.namespace, cpg.metadata.name)
+        self.composite_pod_groups[key] = cpg
+        self.queue.on_event(ClusterEvent.POD_GROUP_ADD, key)
+
+    def delete_composite_pod_group(self, key: str) -> None:
+        self.composite_pod_groups.pop(key, None)
 
     def add_node(self, node: Node) -> None:
         """A node appeared (an existing name is an update). Pods the input already showed bound to it are
