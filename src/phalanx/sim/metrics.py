@@ -85,7 +85,31 @@ def summary(r: SimulationResult) -> dict[str, Any]:
         "nodeFailures": sum(1 for _, action, _ in r.node_log if action == "fail"),
         "nodeDrains": sum(1 for _, action, _ in r.node_log if action == "drain"),
         "schedulingCycles": r.cycles,
+        "minCountChanges": min_count_changes(r),
     }
+
+
+def min_count_changes(r: SimulationResult) -> list[dict[str, Any]]:
+    """The trace's minCount changes as applied, in time order, with what each did to queueing: how long the job
+    had waited when it came and how long after it the job started (null: running already, not arrived, or never
+    started afterwards)."""
+
+    def seconds(v: float | None) -> float | None:
+        return None if v is None else round(v, 1)
+
+    rows = [
+        {
+            "job": x.job.name,
+            "time": c.time,
+            "from": c.old,
+            "to": c.new,
+            "waitedBeforeSeconds": seconds(c.waited_before),
+            "waitedAfterSeconds": seconds(c.waited_after),
+        }
+        for x in r.runs
+        for c in x.min_count_changes
+    ]
+    return sorted(rows, key=lambda row: (row["time"], row["job"]))
 
 
 def timeseries_csv(results: Sequence[tuple[str, int, SimulationResult]]) -> str:

@@ -65,6 +65,7 @@ def _trace_tables(outputs: Sequence[RunOutput]) -> list[str]:
             for title, header, body in aggregate_tables([(p, aggregate(s)) for p, s in by_policy.items()]):
                 parts.append(_table(f"aggregate-{k}", header, body, f"{title} ({len(seeds)} seeds)"))
         parts.append(_causes(first, k))
+        parts.append(_min_count_changes(first, k))
     return parts
 
 
@@ -88,6 +89,31 @@ def _causes(summaries: Sequence[dict[str, Any]], k: int) -> str:
         for r in summaries
     ]
     return _table("causes" if k == 0 else f"causes-{k}", header, rows, "restarts and lost GPU-hours by cause")
+
+
+def _min_count_changes(summaries: Sequence[dict[str, Any]], k: int) -> str:
+    """The trace's minCount changes (elastic gangs) and what each did to queueing, per policy: shown only when the
+    trace has some."""
+    rows = [
+        [
+            str(r["policy"]),
+            str(c["job"]),
+            f"{c['time'] / 3600:.2f}",
+            f"{c['from']} -> {c['to']}",
+            _wait(c["waitedBeforeSeconds"], "running or not arrived"),
+            _wait(c["waitedAfterSeconds"], "did not start after it" if c["waitedBeforeSeconds"] is not None else ""),
+        ]
+        for r in summaries
+        for c in r.get("minCountChanges") or []
+    ]
+    if not rows:
+        return ""
+    header = ["policy", "job", "at (h)", "minCount", "waited before (min)", "started after (min)"]
+    return _table("min-count" if k == 0 else f"min-count-{k}", header, rows, "minCount changes (trace jobEvents)")
+
+
+def _wait(seconds: float | None, otherwise: str) -> str:
+    return otherwise if seconds is None else f"{seconds / 60:.1f}"
 
 
 @cache

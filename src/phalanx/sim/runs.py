@@ -68,7 +68,17 @@ class SimulationRun:
         s, f = self.scenario, self.scenario.faults
         recorder = TimelineRecorder(s.jobs)
         result = simulate(
-            s.nodes, s.jobs, self.policy, progress, f.node_events, f.failures, f.seed, None, s.devices, recorder
+            s.nodes,
+            s.jobs,
+            self.policy,
+            progress,
+            f.node_events,
+            f.failures,
+            f.seed,
+            None,
+            s.devices,
+            recorder,
+            s.job_events,
         )
         end = result.samples[-1].time if result.samples else 0.0
         return RunOutput(self.key, s.title, result, summary(result), recorder.timelines(end))
