@@ -99,6 +99,6 @@ def test_bad_job_events_are_input_errors(tmp_path: Path) -> None:
         load_workload(str(bad))
     assert err.value.lines == [
         f'{bad}:6: jobEvents[1].job: Not found: "nope": no job of the trace has this name',
-        f'{bad}:7: jobEvents[2].minCount: Invalid value: 5: must be less than or equal to 4',
+        f"{bad}:7: jobEvents[2].minCount: Invalid value: 5: must be less than or equal to 4",
         f"{bad}:8: jobEvents[3].minCount: Required value",
     ]
