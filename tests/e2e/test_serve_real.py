@@ -58,6 +58,34 @@ def test_gang_binds_nothing_until_all_fit_then_everything(cluster: Cluster, phal
     assert settled(c, "train", "True")
 
 
+def test_v137_gang_is_watched_in_v1beta1_and_a_min_count_decrease_schedules_it(
+    cluster: Cluster, phalanx: Serve
+) -> None:
+    """v1.37: the gang is a scheduling.k8s.io/v1beta1 PodGroup (v1alpha2 is gone), its condition is v1.37's
+    PodGroupInitiallyScheduled, and gang.minCount is mutable: lowering it lets the gang that did not fit bind."""
+    c = cluster
+    if not c.v137:
+        pytest.skip("v1.37: v1beta1 PodGroups and a mutable gang minCount")
+    for i in range(2):
+        c.node(f"{c.ns}-n{i}", cpu="1")
+    pg = c.pod_group("elastic", 3, disruptionMode={"all": {}})
+    assert pg["apiVersion"] == "scheduling.k8s.io/v1beta1"
+    gang = [f"e{i}" for i in range(3)]
+    for name in gang:
+        c.pod(name, group="elastic")
+    cond = wait_for("the gang to be found unschedulable", lambda: settled(c, "elastic", "False"))
+    assert (cond["type"], cond["reason"]) == ("PodGroupInitiallyScheduled", "Unschedulable")
+    assert c.bound(gang) == set()
+    patch = {"spec": {"schedulingPolicy": {"gang": {"minCount": 2}}}}
+    path = f"{c.scheduling}/namespaces/{c.ns}/podgroups/elastic"
+    changed = c.cp.request("PATCH", path, patch, "application/merge-patch+json")
+    wait_for("two members to bind", lambda: len(c.bound(gang)) == 2)
+    cond = wait_for("the gang's condition", lambda: settled(c, "elastic", "True"))
+    assert (cond["type"], cond["reason"]) == ("PodGroupInitiallyScheduled", "Scheduled")
+    assert cond["observedGeneration"] == changed["metadata"]["generation"]
+    assert not any(x["type"] == "PodGroupScheduled" for x in c.group("elastic")["status"]["conditions"])
+
+
 def test_two_gangs_competing_for_one_room(cluster: Cluster, phalanx: Serve) -> None:
     c = cluster
     for i in range(4):
