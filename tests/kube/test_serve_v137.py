@@ -3,12 +3,15 @@ DeviceTaintRules) through the test API server, and elastic gangs: a live PodGrou
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from kube.apiserver import APIServer, Store
 from kube.conftest import Instance, node, pod
 from kube.test_serve_dra import GPU_CLASS, ONE_GPU, gpu_slice
+from phalanx.snapshot.schedule import schedule_snapshot
 
 V137 = ("scheduling.k8s.io/v1beta1", "scheduling.k8s.io/v1alpha3")
 
@@ -63,7 +66,7 @@ def test_v137_server_is_watched_in_v1beta1_and_v1alpha3_and_gets_v137_conditions
 
 
 def test_composite_pod_groups_reach_the_engine_and_follow_the_watch(
-    apiserver: APIServer, start: Callable[..., Instance]
+    apiserver: APIServer, start: Callable[..., Instance], tmp_path: Path
 ) -> None:
     st = apiserver.store
     st.served_groups = V137
@@ -85,6 +88,15 @@ def test_composite_pod_groups_reach_the_engine_and_follow_the_watch(
     cpg = engine.composite_pod_groups["default/inference"]
     assert cpg.spec is not None and cpg.spec.scheduling_policy.gang.min_group_count == 3
     assert cpg.spec.disruption_mode is not None and cpg.spec.disruption_mode.single is not None  # v1.37 default
+    # The same object as `schedule` delivers it from a snapshot.
+    snapshot = tmp_path / "snapshot.yaml"
+    snapshot.write_text(
+        json.dumps(
+            {"apiVersion": "scheduling.k8s.io/v1alpha3", "kind": "CompositePodGroup", **composite("inference", 3)}
+        )
+    )
+    scheduled, _, _ = schedule_snapshot([str(snapshot)])
+    assert scheduled.composite_pod_groups["default/inference"].spec == cpg.spec
     pg = st.get("compositepodgroups", "default/inference")
     st.update("compositepodgroups", {**pg, "spec": {**pg["spec"], "schedulingPolicy": {"gang": {"minGroupCount": 2}}}})
     assert st.wait_for(

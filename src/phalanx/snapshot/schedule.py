@@ -90,6 +90,7 @@ def schedule_snapshot(
             inv.namespaces,
             inv.pdbs,
             resources=resources,
+            composite_pod_groups=inv.composite_pod_groups,
         )
     except (UnknownPriorityClass, AdmissionError) as exc:
         raise InputError([str(exc)]) from exc
