@@ -102,3 +102,12 @@ def test_bad_job_events_are_input_errors(tmp_path: Path) -> None:
         f"{bad}:7: jobEvents[2].minCount: Invalid value: 5: must be less than or equal to 4",
         f"{bad}:8: jobEvents[3].minCount: Required value",
     ]
+
+
+def test_job_events_under_compat_v136_are_refused(tmp_path: Path) -> None:
+    trace = tmp_path / "jobs.yaml"
+    trace.write_text(TRACE)
+    args = ["simulate", "--workload", str(trace), "--policy", "gang", "--compat", "v1.36", "-o", "json"]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 2
+    assert f"{trace}: jobEvents change a PodGroup's minCount, which v1.36 does not allow" in result.output

@@ -128,6 +128,10 @@ def plan(p: SweepPlan, default_policies: Sequence[str]) -> tuple[list[Simulation
             notes.extend(f"{path}: {n}" for n in loaded.notes)
         for seed in range(p.seed, p.seed + p.seeds):
             scenario = _scenario(p, path, seed, loaded.jobs if loaded is not None else None)
+            if scenario.job_events and p.compat == "v1.36":
+                # v1.36's PodGroup spec is immutable: the API server would refuse every one of these changes.
+                detail = "jobEvents change a PodGroup's minCount, which v1.36 does not allow (it is mutable from v1.37)"
+                raise InputError([f"{path}: {detail}: drop --compat v1.36 or the trace's jobEvents"])
             if seed == p.seed:
                 warnings.extend(w for w in scenario.warnings if w not in warnings)
             runs.extend(SimulationRun(RunKey(trace, seed, x.name), scenario, x) for x in policies)
