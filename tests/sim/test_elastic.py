@@ -111,3 +111,17 @@ def test_job_events_under_compat_v136_are_refused(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 2
     assert f"{trace}: jobEvents change a PodGroup's minCount, which v1.36 does not allow" in result.output
+
+
+def test_the_elastic_gang_example_starts_the_trainer_when_its_min_count_is_lowered() -> None:
+    example = Path(__file__).resolve().parents[2] / "examples" / "elastic-gang"
+    args = ["simulate", "--cluster", str(example / "cluster.yaml"), "--workload", str(example / "jobs.yaml")]
+    result = CliRunner().invoke(cli, [*args, "--policy", "gang", "-o", "json", "--report", ""])
+    assert result.exit_code == 0, result.output
+    (change,) = json.loads(result.output)["policies"][0]["minCountChanges"]
+    assert (change["from"], change["to"], change["waitedBeforeSeconds"], change["waitedAfterSeconds"]) == (
+        8,
+        5,
+        1740.0,
+        0.0,
+    )
