@@ -125,3 +125,31 @@ def test_the_elastic_gang_example_starts_the_trainer_when_its_min_count_is_lower
         1740.0,
         0.0,
     )
+
+
+def test_the_report_shows_the_change_in_a_real_browser(tmp_path: Path) -> None:
+    """The change's table and the trainer's "why it waited" rows, rendered by Chromium with no console problem."""
+    from chromium import CHROMIUM, Browser
+
+    if CHROMIUM is None:
+        pytest.skip("chromium is not installed")
+    example = Path(__file__).resolve().parents[2] / "examples" / "elastic-gang"
+    report = tmp_path / "report.html"
+    args = ["simulate", "--cluster", str(example / "cluster.yaml"), "--workload", str(example / "jobs.yaml")]
+    result = CliRunner().invoke(cli, [*args, "--policy", "gang", "--report", str(report)])
+    assert result.exit_code == 0, result.output
+    with Browser(tmp_path / "profile") as page:
+        page.open(report.as_uri(), "window.phalanxReport && window.phalanxReport.ready")
+        table = page.evaluate(
+            "Array.from(document.querySelectorAll('#min-count tbody tr')).map(r => Array.from(r.cells).map(c => c.textContent))"
+        )
+        assert table == [["gang", "trainer", "0.50", "8 -> 5", "29.0", "0.0"]]
+        page.evaluate(
+            "(document.getElementById('why-search').value = 'trainer', "
+            "document.getElementById('why-search').dispatchEvent(new Event('change')), true)"
+        )
+        rows = page.evaluate(
+            "Array.from(document.querySelectorAll('#why-table tbody tr')).map(r => [r.cells[0].textContent, r.cells[4].textContent, r.cells[5].textContent])"
+        )
+        assert ["0.50", "MinCountChanged", "gang minCount changed from 8 to 5 (trace jobEvents)"] in rows
+        assert page.problems() == []
