@@ -3,7 +3,9 @@
 Algorithm (one thread owns the cache and the engine; reflectors and the binder's pool only talk to it by queue):
 
 1. Drain deltas. Each updates the cache (objects as JSON dicts by resource and key) and, once the engine is
-   built, becomes an engine event: pod add/update/delete, PodGroup add/update/delete, Node add/update/delete.
+   built, becomes an engine event: pod add/update/delete, PodGroup and CompositePodGroup add/update/delete (an
+   update may change a gang's minCount: elastic gangs), Node add/update/delete. The Workload API's objects are
+   decoded through ``phalanx.api.scheduling_convert`` from the version each collection is watched in.
    A relist's ``Replace`` is diffed against the cache by resourceVersion, so nothing is lost or applied twice.
    PriorityClass, Namespace and PodDisruptionBudget changes rebuild the engine from the cache.
 2. When every collection has listed and this instance leads, build the engine from the cache (``load``), then
@@ -14,7 +16,8 @@ Algorithm (one thread owns the cache and the engine; reflectors and the binder's
    (Bindings are submitted from within the run, as each cycle succeeds.)
 4. A binding that fails for good is answered by re-reading the pod (the engine requeues it if it is still pending)
    and by a ``FailedBinding`` event on its PodGroup.
-5. DRA: ResourceClaims become engine events, DeviceClass and ResourceSlice changes one ``set_devices`` per round.
+5. DRA: ResourceClaims become engine events, DeviceClass, ResourceSlice and DeviceTaintRule changes one
+   ``set_devices`` per round (the rules' taints applied to the slices first).
    A pod that reserved claims is bound only after its claim writes (PreBind, :mod:`phalanx.kube.prebind`) were
    answered; a gang's members' writes are made together at the end of the run, before any member is bound.
 
