@@ -84,6 +84,9 @@ def test_v137_gang_is_watched_in_v1beta1_and_a_min_count_decrease_schedules_it(
     assert (cond["type"], cond["reason"]) == ("PodGroupInitiallyScheduled", "Scheduled")
     assert cond["observedGeneration"] == changed["metadata"]["generation"]
     assert not any(x["type"] == "PodGroupScheduled" for x in c.group("elastic")["status"]["conditions"])
+    log = phalanx.log.read_text()
+    assert "podgroups: watching scheduling.k8s.io/v1beta1" in log
+    assert "compositepodgroups: watching scheduling.k8s.io/v1alpha3" in log  # served, and allowed by deploy/ RBAC
 
 
 def test_two_gangs_competing_for_one_room(cluster: Cluster, phalanx: Serve) -> None:
@@ -278,6 +281,37 @@ def test_dra_claims_from_templates_are_allocated_in_prebind(cluster: Cluster, ph
                 pods[n]["spec"]["nodeName"]
             ]
     finally:
+        delete_slices(c)
+
+
+def test_device_taint_rule_keeps_its_device_from_claims_until_deleted(cluster: Cluster, phalanx: Serve) -> None:
+    """v1.37: a resource.k8s.io/v1 DeviceTaintRule taints the only GPU (NoSchedule), so the pod that claims it
+    waits; serve watches the rule and, once it is deleted, allocates the GPU and binds the pod."""
+    c = cluster
+    if not c.v137:
+        pytest.skip("v1.37: DeviceTaintRule in resource.k8s.io/v1")
+    node = f"{c.ns}-n0"
+    c.node(node, cpu="8")
+    gpu_objects(c, [node], per_node=1)
+    claim_template(c, "one-gpu", 1)
+    rule = f"{c.ns}-broken-gpu"
+    body = {
+        "metadata": {"name": rule},
+        "spec": {
+            "deviceSelector": {"driver": DRIVER, "pool": node, "device": "gpu-0"},
+            "taint": {"key": "e2e.phalanx.dev/broken", "value": "ecc", "effect": "NoSchedule"},
+        },
+    }
+    c.create("/apis/resource.k8s.io/v1/devicetaintrules", body)
+    try:
+        c.pod("p", claims=[{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}])
+        wait_for("the pod marked unschedulable", lambda: unschedulable(c, ["p"]))
+        assert c.bound(["p"]) == set()
+        c.cp.request("DELETE", f"/apis/resource.k8s.io/v1/devicetaintrules/{rule}")
+        wait_for("the pod to bind once the rule is gone", lambda: c.bound(["p"]) == {"p"})
+    finally:
+        with contextlib.suppress(RequestError):
+            c.cp.request("DELETE", f"/apis/resource.k8s.io/v1/devicetaintrules/{rule}")
         delete_slices(c)
 
 
