@@ -125,6 +125,10 @@ def test_the_elastic_gang_example_starts_the_trainer_when_its_min_count_is_lower
         1740.0,
         0.0,
     )
+    table = CliRunner().invoke(cli, [*args, "--policy", "gang", "--report", ""])
+    assert table.exit_code == 0, table.output
+    assert "minCount changes (trace jobEvents)" in table.output
+    assert "trainer" in table.output and "8 -> 5" in table.output
 
 
 def test_the_report_shows_the_change_in_a_real_browser(tmp_path: Path) -> None:

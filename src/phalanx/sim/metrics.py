@@ -20,11 +20,14 @@ from phalanx.sim.simulator import CAUSES, SimulationResult
 __all__ = [
     "COMPARISON_HEADER",
     "HEADLINES",
+    "MIN_COUNT_HEADER",
     "Headline",
     "aggregate",
     "aggregate_tables",
     "comparison_rows",
     "comparison_tables",
+    "min_count_changes",
+    "min_count_rows",
     "summary",
     "timeseries_csv",
 ]
@@ -310,3 +313,26 @@ def aggregate_tables(
             body.append(tuple(cells))
         tables.append((f"{title} (mean ±SD over seeds)", fit_header(header, body), body))
     return tables
+
+
+MIN_COUNT_HEADER = ("policy", "job", "at (h)", "minCount", "waited before (min)", "started after (min)")
+
+
+def min_count_rows(summaries: Sequence[dict[str, Any]]) -> list[tuple[str, ...]]:
+    """The rows of the minCount changes table (terminal and report): one per change per policy."""
+    return [
+        (
+            str(r["policy"]),
+            str(c["job"]),
+            f"{c['time'] / 3600:.2f}",
+            f"{c['from']} -> {c['to']}",
+            _minutes(c["waitedBeforeSeconds"], "running or not arrived"),
+            _minutes(c["waitedAfterSeconds"], "did not start after it" if c["waitedBeforeSeconds"] is not None else ""),
+        )
+        for r in summaries
+        for c in r.get("minCountChanges") or []
+    ]
+
+
+def _minutes(seconds: float | None, otherwise: str) -> str:
+    return otherwise if seconds is None else f"{seconds / 60:.1f}"

@@ -14,7 +14,14 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from phalanx.sim.metrics import COMPARISON_HEADER, aggregate, aggregate_tables, comparison_rows
+from phalanx.sim.metrics import (
+    COMPARISON_HEADER,
+    MIN_COUNT_HEADER,
+    aggregate,
+    aggregate_tables,
+    comparison_rows,
+    min_count_rows,
+)
 from phalanx.sim.report_data import payload
 from phalanx.sim.runs import RunOutput, sweep_title
 
@@ -94,26 +101,11 @@ def _causes(summaries: Sequence[dict[str, Any]], k: int) -> str:
 def _min_count_changes(summaries: Sequence[dict[str, Any]], k: int) -> str:
     """The trace's minCount changes (elastic gangs) and what each did to queueing, per policy: shown only when the
     trace has some."""
-    rows = [
-        [
-            str(r["policy"]),
-            str(c["job"]),
-            f"{c['time'] / 3600:.2f}",
-            f"{c['from']} -> {c['to']}",
-            _wait(c["waitedBeforeSeconds"], "running or not arrived"),
-            _wait(c["waitedAfterSeconds"], "did not start after it" if c["waitedBeforeSeconds"] is not None else ""),
-        ]
-        for r in summaries
-        for c in r.get("minCountChanges") or []
-    ]
+    rows = min_count_rows(summaries)
     if not rows:
         return ""
-    header = ["policy", "job", "at (h)", "minCount", "waited before (min)", "started after (min)"]
-    return _table("min-count" if k == 0 else f"min-count-{k}", header, rows, "minCount changes (trace jobEvents)")
-
-
-def _wait(seconds: float | None, otherwise: str) -> str:
-    return otherwise if seconds is None else f"{seconds / 60:.1f}"
+    table_id = "min-count" if k == 0 else f"min-count-{k}"
+    return _table(table_id, MIN_COUNT_HEADER, rows, "minCount changes (trace jobEvents)")
 
 
 @cache

@@ -14,7 +14,14 @@ from typing import Any
 from phalanx.api.errors import InputError
 from phalanx.sim import scenario as sc
 from phalanx.sim.faults import NodeFailures
-from phalanx.sim.metrics import aggregate, aggregate_tables, comparison_tables, summary
+from phalanx.sim.metrics import (
+    MIN_COUNT_HEADER,
+    aggregate,
+    aggregate_tables,
+    comparison_tables,
+    min_count_rows,
+    summary,
+)
 from phalanx.sim.simulator import Policy, SimulationResult, policy_of, simulate
 from phalanx.sim.sweep import Failure
 from phalanx.sim.timeline import JobTimeline, TimelineRecorder
@@ -211,6 +218,8 @@ def summary_tables(outputs: Sequence[RunOutput]) -> list[Table]:
         if len(seeds) == 1:
             heading = runs[0].title if len(traces) == 1 else f"{name} (seed {seeds[0]})"
             parts = comparison_tables([o.summary for o in runs])
+            if changes := min_count_rows([o.summary for o in runs]):
+                parts.append(("minCount changes (trace jobEvents)", MIN_COUNT_HEADER, changes))
         else:
             by_policy: dict[str, list[dict[str, Any]]] = {}
             for o in runs:
