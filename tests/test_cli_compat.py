@@ -91,7 +91,7 @@ def test_unknown_compat_version_is_an_input_error(tmp_path: Path) -> None:
     snapshot = _snapshot(tmp_path, "gang-heterogeneous-largest-first.yaml")
     result = run("schedule", "-f", snapshot, "--compat", "v1.35")
     assert result.exit_code == 2
-    assert '--compat: Unsupported value: "v1.35": supported values: "v1.36"' in result.stderr
+    assert '--compat: Unsupported value: "v1.35": supported values: "v1.36", "v1.37"' in result.stderr
 
 
 def test_every_v1_36_gate_is_known_and_the_profile_turns_the_workload_gates_on() -> None:

@@ -9,11 +9,13 @@ Scenario file format (one YAML document)::
     config: {<KubeSchedulerConfiguration>} optional
     schedulerName: <name>                  optional, like --scheduler-name
     xfail: <why the engine is wrong>       optional; the test is then xfail(strict=True)
+    compat: v1.37                          optional: the compatibility mode the scenario pins (default v1.36)
     rules: [<rule>, ...]                   optional: the beyond-v1.36 rules (kebab-case) ``expect`` depends on
-    expectCompat: {<as expect>}            required with ``rules``: the outcome under ``--compat v1.36``
+    expectCompat: {<as expect>}            required with ``rules``: the outcome under ``--compat`` (``compat``)
     expect:                                required, at least one of:
       pods:        {<name or ns/name>: {phase, node, reason, message}}   only the given fields are compared
       podGroups:   {<name or ns/name>: {minCount, scheduledPods, condition}}   condition: null or a sub-dict
+      compositePodGroups: {<name or ns/name>: {minGroupCount, children, satisfiedChildren, condition}}
       counts:      {<phase>: <n>}          the whole phase histogram (phases with 0 pods are left out)
       exactlyOneOf: [[pods...], [pods...]] exactly one list has every pod Scheduled, the others have none
       evictions:   {<victim>: <Pod/name or PodGroup/name>}   the whole set of preemption victims and their preemptors
@@ -21,7 +23,7 @@ Scenario file format (one YAML document)::
 Every scenario runs through ``schedule_snapshot`` + ``build_result`` with several tie-break seeds (an expectation
 must not depend on which of two equal nodes the hash picks); every scenario also runs through the CLI
 (``phalanx schedule -o json``) and must give the same pods and PodGroups. Every scenario also runs with
-``--compat v1.36``: one without ``rules`` pins v1.36 semantics and must meet ``expect`` there too; one with
+``--compat v1.36`` (or the scenario's ``compat``): one without ``rules`` pins that version's semantics and must meet ``expect`` there too; one with
 ``rules`` must meet ``expectCompat``, and, when it names one rule, so must phalanx with that rule alone off.
 """
 
@@ -48,12 +50,14 @@ from schedule_cli import RESULT_SCHEMA
 
 SCENARIO_DIR = Path(__file__).parent / "scenarios"
 
-_TOP_KEYS = {"name", "why", "objects", "config", "schedulerName", "xfail", "rules", "expect", "expectCompat"}
+_TOP_KEYS = {"name", "why", "objects", "config", "schedulerName", "xfail", "rules", "expect", "expectCompat", "compat"}
+_COMPAT_VERSIONS = {"v1.36", "v1.37"}
 _REQUIRED = {"name", "why", "objects", "expect"}
-_EXPECT_KEYS = {"pods", "podGroups", "counts", "exactlyOneOf", "nodesUsed", "evictions", "claims"}
+_EXPECT_KEYS = {"pods", "podGroups", "compositePodGroups", "counts", "exactlyOneOf", "nodesUsed", "evictions", "claims"}
 _CLAIM_FIELDS = {"allocated", "devices", "node", "reservedFor", "generatedFrom", "results"}
 _POD_FIELDS = {"phase", "node", "reason", "message", "nominatedNode", "rules", "candidateNodes"}
-_GROUP_FIELDS = {"minCount", "scheduledPods", "condition", "disruptionTarget", "rules", "candidatePlacements"}
+_GROUP_FIELDS = {"minCount", "scheduledPods", "condition", "disruptionTarget", "rules", "candidatePlacements", "parent"}
+_COMPOSITE_FIELDS = {"minGroupCount", "parent", "children", "satisfiedChildren", "condition", "rules"}
 _CONDITION_FIELDS = {"type", "status", "reason", "message"}
 _PHASES = {"Scheduled", "Running", "Unschedulable", "Waiting", "Succeeded", "Failed", "Evicted"}
 
@@ -74,6 +78,7 @@ class Scenario:
     expect: dict[str, Any]
     rules: tuple[str, ...] = ()
     expect_compat: dict[str, Any] | None = None
+    compat: str = "v1.36"
 
 
 def _fail(path: Path, msg: str) -> ScenarioError:
@@ -122,6 +127,9 @@ def load_scenario(path: Path) -> Scenario:
         raise _fail(path, f"rules: unknown rule(s) {unknown_rules}; known: {Rules.all_names()}")
     if bool(rules) != ("expectCompat" in raw):
         raise _fail(path, "rules and expectCompat go together: the outcome under --compat v1.36 of what rules change")
+    compat = raw.get("compat", "v1.36")
+    if compat not in _COMPAT_VERSIONS:
+        raise _fail(path, f"compat: must be one of {sorted(_COMPAT_VERSIONS)}, got {compat!r}")
     for key in ("expect", "expectCompat") if "expectCompat" in raw else ("expect",):
         _check_expect(path, raw[key], key)
     return Scenario(
@@ -135,6 +143,7 @@ def load_scenario(path: Path) -> Scenario:
         raw["expect"],
         tuple(rules),
         raw.get("expectCompat"),
+        compat,
     )
 
 
@@ -151,6 +160,11 @@ def _check_expect(path: Path, expect: Any, where: str) -> None:
         cond = fields.get("condition")
         if cond is not None:
             _check_fields(path, f"expect.podGroups[{group}].condition", cond, _CONDITION_FIELDS)
+    for group, fields in (expect.get("compositePodGroups") or {}).items():
+        _check_fields(path, f"expect.compositePodGroups[{group}]", fields, _COMPOSITE_FIELDS)
+        cond = fields.get("condition")
+        if cond is not None:
+            _check_fields(path, f"expect.compositePodGroups[{group}].condition", cond, _CONDITION_FIELDS)
     counts = expect.get("counts")
     if counts is not None:
         _check_fields(path, "expect.counts", counts, _PHASES)
@@ -182,8 +196,10 @@ def check_result(
     is listed."""
     pods = {f"{p['namespace']}/{p['name']}": p for p in result["pods"]}
     groups = {f"{g['namespace']}/{g['name']}": g for g in result["podGroups"]}
+    composites = {f"{g['namespace']}/{g['name']}": g for g in result.get("compositePodGroups", [])}
     expect = scenario.expect if expect is None else expect
     problems: list[str] = []
+    problems += _check_groups(scenario, "compositePodGroups", composites, expect.get("compositePodGroups") or {})
     for name, fields in (expect.get("pods") or {}).items():
         actual = pods.get(_key(name))
         if actual is None:
@@ -244,6 +260,25 @@ def check_result(
     if problems:
         where = f" [{run}]" if run else ""
         pytest.fail(f"{scenario.path.name} ({scenario.name}){where}:\n  " + "\n  ".join(problems), pytrace=False)
+
+
+def _check_groups(scenario: Scenario, kind: str, actual_groups: dict[str, Any], expected: dict[str, Any]) -> list[str]:
+    problems = []
+    for name, fields in expected.items():
+        actual = actual_groups.get(_key(name))
+        if actual is None:
+            raise _fail(scenario.path, f"expect.{kind} names {name!r}, which is not one of the result")
+        for field, want in fields.items():
+            got = actual.get(field)
+            if field == "condition" and isinstance(want, dict) and isinstance(got, dict):
+                problems += [
+                    f"{kind} {name}: condition.{cf} is {got.get(cf)!r}, expected {cw!r}"
+                    for cf, cw in want.items()
+                    if got.get(cf) != cw
+                ]
+            elif got != want:
+                problems.append(f"{kind} {name}: {field} is {got!r}, expected {want!r}")
+    return problems
 
 
 def _find_claim(scenario: Scenario, result: dict[str, Any], name: str) -> dict[str, Any]:
@@ -310,10 +345,11 @@ def run_engine(
     result = build_result(sched, timings)
     jsonschema.validate(result, RESULT_SCHEMA)  # every result the scenarios produce obeys the documented schema
     if compat is not None:
-        # Nothing beyond v1.36 may act in compatibility mode: no rule on, none named on any pod or PodGroup.
-        assert result["mode"]["rules"] == [] and result["mode"]["compat"] == "v1.36"
-        leaked = [o["name"] for o in (*result["pods"], *result["podGroups"]) if o.get("rules")]
-        assert not leaked, f"rules acted in --compat v1.36 on {leaked}"
+        # Nothing beyond upstream may act in compatibility mode: no rule on, none named on any pod or group.
+        assert result["mode"]["rules"] == [] and result["mode"]["compat"] == compat
+        groups = (*result["podGroups"], *result.get("compositePodGroups", []))
+        leaked = [o["name"] for o in (*result["pods"], *groups) if o.get("rules")]
+        assert not leaked, f"rules acted in --compat {compat} on {leaked}"
     return result
 
 
@@ -366,12 +402,14 @@ def test_scenario(path: Path, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("path", PARAMS)
 def test_scenario_compat(path: Path, tmp_path: Path) -> None:
-    """``--compat v1.36``: a scenario of v1.36 semantics meets ``expect``, one that depends on phalanx's rules
-    meets ``expectCompat``, and so does phalanx with the scenario's one rule alone turned off."""
+    """``--compat v1.36`` (or the scenario's ``compat``): a scenario of upstream semantics meets ``expect``, one
+    that depends on phalanx's rules meets ``expectCompat``, and so does phalanx with the scenario's one rule alone
+    turned off."""
     scenario = load_scenario(path)
     expect = scenario.expect_compat if scenario.rules else scenario.expect
     for seed in SEEDS[:2]:
-        check_result(scenario, run_engine(scenario, tmp_path, seed, compat="v1.36"), f"compat, seed {seed}", expect)
+        result = run_engine(scenario, tmp_path, seed, compat=scenario.compat)
+        check_result(scenario, result, f"compat {scenario.compat}, seed {seed}", expect)
     if len(scenario.rules) == 1:
         without = replace(RULES, **{scenario.rules[0].replace("-", "_"): False})
         check_result(scenario, run_engine(scenario, tmp_path, rules=without), f"without {scenario.rules[0]}", expect)
@@ -386,6 +424,7 @@ def test_scenario_through_cli(path: Path, tmp_path: Path) -> None:
     direct = run_engine(scenario, tmp_path)
     assert via_cli["pods"] == direct["pods"]
     assert via_cli["podGroups"] == direct["podGroups"]
+    assert via_cli.get("compositePodGroups") == direct.get("compositePodGroups")
     check_result(scenario, via_cli, "phalanx schedule -o json")
 
 

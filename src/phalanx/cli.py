@@ -141,8 +141,8 @@ _gates = click.option("--feature-gates", "feature_gates", multiple=True, metavar
 _compat = click.option(
     "--compat",
     default=None,
-    metavar="v1.36",
-    help="Behave exactly as kube-scheduler v1.36: every phalanx rule beyond it is off (docs/compat.md).",
+    metavar="v1.36|v1.37",
+    help="Behave exactly as kube-scheduler v1.36 or v1.37: every phalanx rule beyond it is off (docs/compat.md).",
 )
 
 

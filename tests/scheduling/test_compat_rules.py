@@ -17,7 +17,7 @@ import yaml
 from phalanx.kube.serve import ServeOptions
 from phalanx.scheduling.config import SchedulerConfig, parse_config, with_mode
 from phalanx.scheduling.outcome import Eviction, OutcomeLog
-from phalanx.scheduling.rules import COMPAT_V1_36, RULES, Rules, kebab, rules_for
+from phalanx.scheduling.rules import COMPAT_V1_36, COMPAT_V1_37, RULES, Rules, kebab, rules_for
 from phalanx.scheduling.scheduler import Scheduler
 
 from builders import make_group, make_node, make_pod
@@ -49,6 +49,12 @@ def test_compat_turns_every_rule_off_and_phalanx_turns_every_rule_on() -> None:
     assert RULES.names() == Rules.all_names()
     assert rules_for("v1.36") is COMPAT_V1_36 and rules_for("1.36") is COMPAT_V1_36 and rules_for(None) is RULES
     assert all(not getattr(with_mode(None, "v1.36").rules, f.name) for f in fields(Rules))
+
+
+def test_compat_v137_is_upstream_v137_with_every_rule_off() -> None:
+    assert rules_for("v1.37") is COMPAT_V1_37 and rules_for("1.37") is COMPAT_V1_37
+    assert COMPAT_V1_37.names() == []
+    assert with_mode(None, "v1.37").compat == "v1.37"
 
 
 def test_docs_name_every_rule_and_no_other() -> None:

@@ -126,7 +126,7 @@ def with_mode(
     try:
         rules = rules_for(compat)
     except KeyError:
-        raise InputError([f'--compat: Unsupported value: "{compat}": supported values: "v1.36"']) from None
+        raise InputError([f'--compat: Unsupported value: "{compat}": supported values: "v1.36", "v1.37"']) from None
     try:
         resolved = resolve_gates({**cfg.gate_overrides, **(gates or {})})
     except FeatureGateError as exc:

@@ -104,6 +104,10 @@ class CycleContext(Protocol):
 
     def set_condition(self, group: GroupInfo, status: str, reason: str, message: str) -> None: ...
 
+    def set_composite_condition(self, key: str, status: str, reason: str, message: str) -> None:
+        """Write a CompositePodGroup's CompositePodGroupScheduled condition (a True one is never regressed)."""
+        ...
+
     def changed_by(self, rule: str, keys: Iterable[str]) -> None:
         """A beyond-v1.36 rule (its ``Rules`` field name) changed the decision for these pods or PodGroups."""
         ...

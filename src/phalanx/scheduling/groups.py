@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 from phalanx.api.models import PodGroup
 from phalanx.api.priority import PriorityResolver
@@ -12,7 +13,7 @@ from phalanx.api.scheduling import disrupts_together
 from phalanx.cluster.pods import PodInfo, pod_key
 from phalanx.scheduling import outcome as o
 
-__all__ = ["DISRUPTION_MODE_POD_GROUP", "GroupInfo", "PodGroups"]
+__all__ = ["DISRUPTION_MODE_POD_GROUP", "GroupInfo", "PodGroups", "TreeUnits"]
 
 DISRUPTION_MODE_POD_GROUP = "PodGroup"
 
@@ -22,6 +23,18 @@ class GroupInfo:
     key: str
     pod_group: PodGroup
     min_count: int | None  # None for the basic policy
+
+
+class TreeUnits(Protocol):
+    """Victim units above PodGroups (v1.37 CompositePodGroup trees; ``trees.py`` implements it)."""
+
+    def unit_above(self, key: str) -> str | None:
+        """The unit key of the highest ancestor CompositePodGroup with disruptionMode ``all``, if any."""
+        ...
+
+    def unit_members(self, unit: str) -> set[str]: ...
+
+    def unit_priority(self, unit: str) -> int: ...
 
 
 class PodGroups:
@@ -36,6 +49,7 @@ class PodGroups:
         self.groups: dict[str, GroupInfo] = {}
         self.members: dict[str, set[str]] = {}  # group key -> non-terminal member pod keys
         self.conditions: dict[str, o.GroupCondition] = {}
+        self.tree_units: TreeUnits | None = None  # set by the engine when CompositePodGroup trees are on
 
     def __contains__(self, key: object) -> bool:
         return self.enabled and key in self.groups
@@ -91,6 +105,28 @@ class PodGroups:
         group = self.get(key)
         spec = group.pod_group.spec if group is not None else None
         return DISRUPTION_MODE_POD_GROUP if spec is not None and disrupts_together(spec.disruption_mode) else "Pod"
+
+    def victim_unit(self, key: str | None) -> str | None:
+        """The key of the unit a pod of PodGroup ``key`` is evicted with: the highest ancestor CompositePodGroup
+        with disruptionMode ``all`` (v1.37), else the PodGroup itself when its mode is ``all``, else None (the
+        pod alone)."""
+        if key is None or key not in self:
+            return None
+        above = self.tree_units.unit_above(key) if self.tree_units is not None else None
+        if above is not None:
+            return above
+        return key if self.disruption_mode(key) == DISRUPTION_MODE_POD_GROUP else None
+
+    def unit_members(self, unit: str) -> set[str]:
+        """The non-terminal pods of a victim unit (a PodGroup's members, or every pod of a subtree)."""
+        if unit in self.groups or self.tree_units is None:
+            return self.members_of(unit)
+        return self.tree_units.unit_members(unit)
+
+    def unit_priority(self, unit: str) -> int:
+        if unit in self.groups or self.tree_units is None:
+            return self.priority(unit)
+        return self.tree_units.unit_priority(unit)
 
     def set_condition(self, key: str, condition: o.GroupCondition) -> bool:
         """Write PodGroupScheduled; a True condition is never regressed. Whether it was written."""

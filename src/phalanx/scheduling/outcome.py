@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
+    "CONDITION_COMPOSITE_SCHEDULED",
     "CONDITION_DISRUPTION_TARGET",
     "CONDITION_POD_GROUP_SCHEDULED",
     "MSG_WAIT_GANG_SCHEDULED",
@@ -50,6 +51,15 @@ MSG_GROUP_UNSCHEDULABLE = "pod group is unschedulable"
 MSG_OTHER_POD_FAILED = "failed to schedule other pod from a pod group"  # a member's error fails the group (v1.36)
 MSG_WAITING_PREEMPTION = "pod group is waiting for preemption to complete"
 CONDITION_DISRUPTION_TARGET = "DisruptionTarget"
+# CompositePodGroup (v1.37; the engine's name, CompositePodGroupInitiallyScheduled on the wire) and the reason a tree
+# kube-scheduler finds malformed at run time gets (cycle, depth over 4, several Workloads).
+CONDITION_COMPOSITE_SCHEDULED = "CompositePodGroupScheduled"
+REASON_INVALID = "Invalid"
+MSG_COMPOSITE_UNSCHEDULABLE = "composite pod group is unschedulable"
+MSG_MIXED_SCHEDULER_TREE = (
+    'all pods in a pod group hierarchy should have the same .spec.schedulerName set, got: "{}" ("{}") and "{}" ("{}")'
+)
+MSG_NONE_SCHEDULABLE = "no pods were schedulable"
 MSG_MIXED_SCHEDULER = 'all pods in a single pod group should have the same .spec.schedulerName set, got: "{}" and "{}"'
 MSG_GATED = "Scheduling is blocked due to non-empty scheduling gates"
 

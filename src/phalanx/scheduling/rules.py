@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-__all__ = ["COMPAT_V1_36", "COMPAT_VERSIONS", "RULES", "Rules", "kebab", "rules_for"]
+__all__ = ["COMPAT_V1_36", "COMPAT_V1_37", "COMPAT_VERSIONS", "RULES", "Rules", "kebab", "rules_for"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +68,12 @@ class Rules:
     # ``serve`` removes preemption victims through the Eviction API (PodDisruptionBudgets enforced by the API
     # server); off, it deletes them as kube-scheduler does (kube/serve.py).
     victims_by_eviction: bool = True
+    # A CompositePodGroup tree is placed min-first (each PodGroup places only what its minCount needs, each
+    # CompositePodGroup stops at minGroupCount) until the root is satisfied, then the rest; when the children's
+    # first choices of topology domain do not satisfy their parent, a bounded depth-first backtracking tries their
+    # other domains. Off, as v1.37: greedy, in order, no backtracking, children "stealing" each other's capacity
+    # (scheduling/cycle/composite.py).
+    composite_min_first_backtracking: bool = True
 
     def names(self) -> list[str]:
         """The rules that are on, kebab-case, for reports."""
@@ -85,11 +91,14 @@ def kebab(name: str) -> str:
 
 RULES = Rules()  # every rule on: the engine's default
 COMPAT_V1_36 = Rules(**{f.name: False for f in fields(Rules)})  # exactly kube-scheduler v1.36
-COMPAT_VERSIONS = {"v1.36": COMPAT_V1_36}
+# kube-scheduler v1.37.2: the same rules off. None of them is what v1.37 itself does (v1.37 adds CompositePodGroup
+# scheduling, which runs as upstream's greedy algorithm here; docs/compat.md says what v1.37 changes).
+COMPAT_V1_37 = Rules(**{f.name: False for f in fields(Rules)})
+COMPAT_VERSIONS = {"v1.36": COMPAT_V1_36, "v1.37": COMPAT_V1_37}
 
 
 def rules_for(compat: str | None) -> Rules:
-    """The rules of a compatibility mode (``v1.36``; ``1.36`` is accepted too), or phalanx's own (None).
+    """The rules of a compatibility mode (``v1.36``, ``v1.37``; ``1.36`` is accepted too), or phalanx's own (None).
     Raises KeyError for a version without a compatibility mode."""
     if compat is None:
         return RULES

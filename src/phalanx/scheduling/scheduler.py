@@ -32,6 +32,7 @@ from phalanx.scheduling import outcome as o
 from phalanx.scheduling import views as v
 from phalanx.scheduling.config import SchedulerConfig, default_profile
 from phalanx.scheduling.context import Preemptor, Stats
+from phalanx.scheduling.cycle.composite import reject_problem, schedule_tree
 from phalanx.scheduling.cycle.group import schedule_pod_group
 from phalanx.scheduling.cycle.pod import schedule_pod
 from phalanx.scheduling.events import ClusterEvent
@@ -48,6 +49,7 @@ from phalanx.scheduling.reasons import Waiting
 from phalanx.scheduling.recorder import Recorder, Rejection
 from phalanx.scheduling.resource_claims import EXTENDED_RESOURCE_ANNOTATION, ClaimBinding, ResourceObjects
 from phalanx.scheduling.rules import Rules, kebab
+from phalanx.scheduling.trees import PENDING, CompositeGroups, TreeNode, TreeProblem
 
 __all__ = ["GroupInfo", "Scheduler", "Stats"]
 
@@ -88,10 +90,11 @@ class Scheduler:
         self.priorities = PriorityResolver([])
         gang = {p.scheduler_name: p.gang and self._gates.gang_scheduling for p in profiles}
         self._groups = PodGroups(gang, self.priorities, enabled=self._gates.generic_workload)
+        # v1.36 has no CompositePodGroup: under --compat v1.36 every PodGroup of a tree is scheduled on its own.
+        self._trees = CompositeGroups(self._groups, enabled=config.compat != "v1.36")
+        self._groups.tree_units = self._trees
         self.pods: dict[str, PodInfo] = {}
         self.bound_elsewhere: set[str] = set()  # pods bound to nodes missing from the snapshot
-        # CompositePodGroups by key, as the front ends deliver them, for the group cycle of their trees.
-        self.composite_pod_groups: dict[str, CompositePodGroup] = {}
         self.queue = SchedulingQueue(self._pre_enqueue, EVENT_HINTS, GROUP_SCOPED)
         self.runtime_classes = RuntimeClasses([])
         self._pdbs: list[PodDisruptionBudget] = []
@@ -172,9 +175,9 @@ class Scheduler:
         resources: ResourceObjects | None = None,
         composite_pod_groups: Iterable[CompositePodGroup] = (),
     ) -> None:
-        """Take a snapshot: nodes first, then groups, then DRA objects, then pods (bound pods accounted, pending
-        pods queued). Raises AdmissionError or UnknownPriorityClass for a pod the API server would not have
-        admitted."""
+        """Take a snapshot: nodes first, then groups (PodGroups and CompositePodGroups), then DRA objects, then pods
+        (bound pods accounted, pending pods queued). Raises AdmissionError or UnknownPriorityClass for a pod the
+        API server would not have admitted."""
         with paused_gc():
             self.priorities = self._groups.priorities = PriorityResolver(priority_classes)
             self.runtime_classes = RuntimeClasses(runtime_classes)
@@ -185,9 +188,9 @@ class Scheduler:
             }
             for pg in pod_groups:
                 self._groups.add(pg)
-            self.composite_pod_groups = {
-                pod_key(c.metadata.namespace, c.metadata.name): c for c in composite_pod_groups
-            }
+            for cpg in composite_pod_groups:
+                self._trees.add(cpg)
+            self._trees.changed()
             self._claims = ClaimBinding.build(self.state.table, resources, self._group_of, self._gates.dra)
             infos = [self._info(p) for p in pods]
             for pi in infos:
@@ -238,7 +241,8 @@ class Scheduler:
         pi = self._info(pod)
         self._register(pi)
         self._admit(pi)
-        self.queue.on_event(ClusterEvent.POD_ADD, pi.group_key)
+        for key in self._tree_leaves(pi.group_key):
+            self.queue.on_event(ClusterEvent.POD_ADD, key)
         return pi
 
     def delete_pod(self, key: str) -> None:
@@ -282,22 +286,36 @@ class Scheduler:
 
     def add_pod_group(self, pg: PodGroup) -> None:
         group = self._groups.add(pg)
-        self.queue.on_event(ClusterEvent.POD_GROUP_ADD, group.key)
+        self._trees.changed()
+        for key in self._tree_leaves(group.key):
+            self.queue.on_event(ClusterEvent.POD_GROUP_ADD, key)
+
+    def add_composite_pod_group(self, cpg: CompositePodGroup) -> None:
+        """A CompositePodGroup appeared or changed: the PodGroups of its tree are checked again (PreEnqueue)."""
+        self._trees.add(cpg)
+        leaves = {k for g in self._groups.groups.values() if self._trees.in_tree(g) for k in self._tree_leaves(g.key)}
+        for leaf in sorted(leaves):
+            self.queue.on_event(ClusterEvent.POD_GROUP_ADD, leaf)
+
+    def delete_composite_pod_group(self, key: str) -> None:
+        self._trees.remove(key)
+
+    def _tree_leaves(self, group_key: str | None) -> list[str]:
+        """The PodGroups of the tree ``group_key`` belongs to (itself alone when it is in none)."""
+        group = self._groups.get(group_key)
+        if group is None or not self._trees.in_tree(group):
+            return [group_key] if group_key else []
+        tree = self._trees.resolve(group)
+        if isinstance(tree, TreeProblem):
+            return [k for kind, k in tree.groups if kind == "PodGroup"]
+        return [leaf.key for leaf in tree.leaves()]
 
     def delete_pod_group(self, key: str) -> None:
         """A PodGroup is gone: its pods wait for it again (PreEnqueue) until it is recreated."""
         group = self._groups.remove(key)
+        self._trees.changed()
         if group is not None:
             self._claims.release_group(group.pod_group.metadata.namespace, group.pod_group.metadata.name)
-
-    def add_composite_pod_group(self, cpg: CompositePodGroup) -> None:
-        """A CompositePodGroup appeared or changed (its ``minGroupCount`` is mutable, like a gang's minCount)."""
-        key = pod_key(cpg.metadata.namespace, cpg.metadata.name)
-        self.composite_pod_groups[key] = cpg
-        self.queue.on_event(ClusterEvent.POD_GROUP_ADD, key)
-
-    def delete_composite_pod_group(self, key: str) -> None:
-        self.composite_pod_groups.pop(key, None)
 
     def add_node(self, node: Node) -> None:
         """A node appeared (an existing name is an update). Pods the input already showed bound to it are
@@ -363,7 +381,22 @@ class Scheduler:
         if group is None:
             gate = Waiting(o.REASON_WAITING_POD_GROUP, o.MSG_WAIT_GROUP.format(pi.group_name))
             return Status(_UNRESOLVABLE, (gate,), gang_scheduling.NAME)
+        if self._trees.in_tree(group):
+            return self._tree_pre_enqueue(group)
         if group.min_count is not None and len(self._groups.members_of(group.key)) < group.min_count:
+            gate = Waiting(o.REASON_WAITING_MIN_COUNT, o.MSG_WAIT_MIN_COUNT)
+            return Status(_UNRESOLVABLE, (gate,), gang_scheduling.NAME)
+        return Status()
+
+    def _tree_pre_enqueue(self, group: GroupInfo) -> Status:
+        """GangScheduling's PreEnqueue for a member of a tree: the tree's root must exist and be admissible (an
+        invalid tree passes, so that its cycle reports it)."""
+        tree = self._trees.resolve(group)
+        if isinstance(tree, TreeProblem):
+            if tree.kind != PENDING:
+                return Status()
+            return Status(_UNRESOLVABLE, (Waiting(o.REASON_WAITING_POD_GROUP, tree.message),), gang_scheduling.NAME)
+        if not self._trees.admissible(tree):
             gate = Waiting(o.REASON_WAITING_MIN_COUNT, o.MSG_WAIT_MIN_COUNT)
             return Status(_UNRESOLVABLE, (gate,), gang_scheduling.NAME)
         return Status()
@@ -375,7 +408,9 @@ class Scheduler:
         before = self._stats.pods_bound
         while (pi := self.queue.pop()) is not None:
             group = self._groups.get(pi.group_key)
-            if group is not None:
+            if group is not None and self._trees.in_tree(group):
+                self._schedule_tree(pi, group)
+            elif group is not None:
                 # The PodGroup cycle runs whenever the pod names an existing group (GenericWorkload);
                 # GangScheduling only adds the minCount gate and quorum.
                 schedule_pod_group(self, pi, group)
@@ -386,6 +421,13 @@ class Scheduler:
             reason = gate.reason if isinstance(gate, Waiting) else o.REASON_WAITING_MIN_COUNT
             self.recorder.waiting(key, reason, status.message)
         return self._stats.pods_bound - before
+
+    def _schedule_tree(self, pi: PodInfo, group: GroupInfo) -> None:
+        tree: TreeNode | TreeProblem = self._trees.resolve(group)
+        if isinstance(tree, TreeProblem):
+            reject_problem(self, pi, tree)
+        else:
+            schedule_tree(self, pi, tree)
 
     # --- decisions (the cycles call these through the CycleContext) -------------------------------------------------
 
@@ -470,6 +512,11 @@ class Scheduler:
         now is (also when a True one was kept)."""
         self._groups.set_condition(group.key, o.GroupCondition(status, reason, message))
         self.recorder.condition_changed(group.key, self._groups.conditions[group.key])
+
+    def set_composite_condition(self, key: str, status: str, reason: str, message: str) -> None:
+        """Write CompositePodGroupScheduled; a True condition is never regressed."""
+        condition = o.GroupCondition(status, reason, message, o.CONDITION_COMPOSITE_SCHEDULED)
+        self._trees.set_condition(key, condition)
 
     def _release_claims(self, pi: PodInfo) -> None:
         held = self._claims.held.get(pi.key, ())
@@ -573,10 +620,47 @@ class Scheduler:
             group = self._groups.groups[key]
             meta = group.pod_group.metadata
             scheduled = sum(1 for k in self._groups.members_of(key) if self.is_bound(k))
+            parent = group.pod_group.spec.parent_composite_pod_group_name if group.pod_group.spec else None
+            status = v.GroupStatus(
+                meta.namespace, meta.name, key, group.min_count, scheduled, self.condition(key), meta.uid, parent
+            )
+            out.append(status)
+        return out
+
+    def composite_statuses(self) -> list[v.CompositeStatus]:
+        """Every CompositePodGroup, sorted by key: its policy, parent, children and condition."""
+        out = []
+        children: dict[str, list[str]] = {}
+        for key, cpg in self._trees.composites.items():
+            parent = cpg.spec.parent_composite_pod_group_name if cpg.spec is not None else None
+            if parent:
+                children.setdefault(pod_key(cpg.metadata.namespace, parent), []).append(f"CompositePodGroup/{key}")
+        for key, group in self._groups.groups.items():
+            parent = group.pod_group.spec.parent_composite_pod_group_name if group.pod_group.spec is not None else None
+            if parent:
+                children.setdefault(pod_key(group.pod_group.metadata.namespace, parent), []).append(f"PodGroup/{key}")
+        for key in sorted(self._trees.composites):
+            cpg = self._trees.composites[key]
+            policy = cpg.spec.scheduling_policy if cpg.spec is not None else None
+            gang = policy.gang if policy is not None else None
             out.append(
-                v.GroupStatus(meta.namespace, meta.name, key, group.min_count, scheduled, self.condition(key), meta.uid)
+                v.CompositeStatus(
+                    cpg.metadata.namespace,
+                    cpg.metadata.name,
+                    key,
+                    gang.min_group_count if gang is not None else None,
+                    cpg.spec.parent_composite_pod_group_name if cpg.spec is not None else None,
+                    sorted(children.get(key, [])),
+                    sum(1 for child in children.get(key, []) if self._satisfied(child)),
+                    self._trees.conditions.get(key),
+                )
             )
         return out
+
+    def _satisfied(self, child: str) -> bool:
+        kind, _, key = child.partition("/")
+        cond = self._trees.conditions.get(key) if kind == "CompositePodGroup" else self.condition(key)
+        return cond is not None and cond.status == "True"
 
     def pending(self) -> tuple[int, int]:
         """(active, gated) pods in the queue."""

@@ -23,7 +23,16 @@ from phalanx.dra.inventory import DeviceInfo
 from phalanx.scheduling.outcome import GroupCondition
 from phalanx.scheduling.resource_claims import ClaimBinding
 
-__all__ = ["ClaimStatus", "GpuDevices", "GroupStatus", "NodeUsage", "PodClaimStatus", "claim_status", "extended_status"]
+__all__ = [
+    "ClaimStatus",
+    "CompositeStatus",
+    "GpuDevices",
+    "GroupStatus",
+    "NodeUsage",
+    "PodClaimStatus",
+    "claim_status",
+    "extended_status",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +56,21 @@ class NodeUsage:
             t.pod_count.copy(),
             t.max_pods.copy(),
         )
+
+
+@dataclass(frozen=True, slots=True)
+class CompositeStatus:
+    """A CompositePodGroup as the engine has it: minGroupCount (None: basic), parent, children
+    (``Kind/namespace/name``) and its CompositePodGroupScheduled condition."""
+
+    namespace: str
+    name: str
+    key: str
+    min_group_count: int | None
+    parent: str | None
+    children: list[str]
+    satisfied: int  # children whose scheduled condition is True
+    condition: GroupCondition | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +111,7 @@ class GroupStatus:
     scheduled: int  # members bound (in the input or by the engine)
     condition: GroupCondition | None
     uid: str
+    parent: str | None = None  # the parent CompositePodGroup's name
 
 
 def claim_status(record: ClaimRecord) -> ClaimStatus:

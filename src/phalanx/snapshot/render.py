@@ -79,6 +79,29 @@ def _consumer_pods(result: dict[str, Any], claim: dict[str, Any]) -> list[str]:
     return [n for n in names if claim["name"].startswith(f"{n}-")]
 
 
+def render_composites(result: dict[str, Any], console: Console) -> None:
+    """CompositePodGroup trees: policy, parent, children satisfied of those needed, condition."""
+    table = Table(title="CompositePodGroups")
+    for col in ("NAMESPACE", "NAME", "POLICY", "PARENT", "CHILDREN", "CompositePodGroupScheduled", "MESSAGE"):
+        table.add_column(col, overflow="fold")
+    for g in result["compositePodGroups"]:
+        cond = g["condition"]
+        policy = "basic" if g["minGroupCount"] is None else f"gang minGroupCount={g['minGroupCount']}"
+        status = "-" if cond is None else f"{cond['status']} ({cond['reason']})"
+        style = "" if cond is None else ("green" if cond["status"] == "True" else "red")
+        children = f"{g['satisfiedChildren']}/{len(g['children'])} satisfied: {', '.join(g['children'])}"
+        table.add_row(
+            g["namespace"],
+            g["name"],
+            policy,
+            g.get("parent", "-"),
+            children,
+            f"[{style}]{status}[/]",
+            "" if cond is None else cond["message"],
+        )
+    console.print(table)
+
+
 def render_table(result: dict[str, Any], console: Console, nodes: list[dict[str, Any]] | None = None) -> None:
     pods = Table(title="Pods", show_lines=False, expand=False)
     for col in ("NAMESPACE", "NAME", "PHASE", "NODE", "REASON"):
@@ -111,6 +134,8 @@ def render_table(result: dict[str, Any], console: Console, nodes: list[dict[str,
                 "" if cond is None else cond["message"],
             )
         console.print(groups)
+    if result.get("compositePodGroups"):
+        render_composites(result, console)
     if result["resourceClaims"]:
         render_claims(result, console)
     if nodes:

@@ -24,14 +24,17 @@ def _log(sched: Scheduler) -> OutcomeLog:
 
 
 def build_result(sched: Scheduler, timings: Timings) -> dict[str, Any]:
-    """The ScheduleResult document: every pod, every PodGroup, claims, evictions and stats."""
+    """The ScheduleResult document: every pod, every PodGroup (and CompositePodGroup), claims, evictions and
+    stats."""
     log = _log(sched)
+    composites = _composites(sched, log)
     return {
         "apiVersion": API_VERSION,
         "kind": "ScheduleResult",
         "mode": mode(sched),
         "pods": _pods(sched, log),
         "podGroups": _groups(sched, log),
+        **({"compositePodGroups": composites} if composites else {}),
         "resourceClaims": resource_claims(sched),
         "evictions": [
             {
@@ -87,6 +90,8 @@ def _groups(sched: Scheduler, log: OutcomeLog) -> list[dict[str, Any]]:
             "scheduledPods": g.scheduled,
             "condition": None if g.condition is None else _condition(g.condition),
         }
+        if g.parent:
+            entry["parent"] = g.parent
         target = log.disruption_targets.get(g.key)
         if target is not None:
             entry["disruptionTarget"] = _condition(target)
@@ -96,6 +101,21 @@ def _groups(sched: Scheduler, log: OutcomeLog) -> list[dict[str, Any]]:
             entry["rules"] = sorted(log.rules[g.key])
         groups.append(entry)
     return groups
+
+
+def _composites(sched: Scheduler, log: OutcomeLog) -> list[dict[str, Any]]:
+    out = []
+    for c in sched.composite_statuses():
+        entry: dict[str, Any] = {"namespace": c.namespace, "name": c.name, "minGroupCount": c.min_group_count}
+        if c.parent:
+            entry["parent"] = c.parent
+        entry["children"] = [child.replace(f"/{c.namespace}/", "/", 1) for child in c.children]
+        entry["satisfiedChildren"] = c.satisfied
+        entry["condition"] = None if c.condition is None else _condition(c.condition)
+        if c.key in log.rules:
+            entry["rules"] = sorted(log.rules[c.key])
+        out.append(entry)
+    return out
 
 
 def mode(sched: Scheduler) -> dict[str, Any]:

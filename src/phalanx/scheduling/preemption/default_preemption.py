@@ -189,7 +189,7 @@ def _units_on(ctx: CycleContext, pi: PodInfo, row: int) -> list[_Unit]:
         elif v.priority < pi.priority:
             units.append(_Unit([v], v.priority, None, running_gang_member(ctx, v)))
     for gk, pods in grouped.items():
-        priority = ctx.groups.priority(gk)
+        priority = ctx.groups.unit_priority(gk)
         if priority < pi.priority:
             units.append(_Unit(sorted(pods, key=lambda p: p.key), priority, gk, running_gang_member(ctx, pods[0])))
     return units

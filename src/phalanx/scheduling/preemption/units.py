@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from phalanx.cluster.pods import PodInfo
-from phalanx.scheduling.groups import DISRUPTION_MODE_POD_GROUP
 
 if TYPE_CHECKING:
     from phalanx.scheduling.context import CycleContext
@@ -22,17 +21,16 @@ __all__ = ["group_unit", "placed_members", "running_gang_member"]
 
 
 def group_unit(ctx: CycleContext, pi: PodInfo) -> str | None:
-    """The key of the PodGroup ``pi`` is evicted with (a known PodGroup whose disruptionMode is PodGroup)."""
-    gk = pi.group_key
-    if gk is None or gk not in ctx.groups:
-        return None
-    return gk if ctx.groups.disruption_mode(gk) == DISRUPTION_MODE_POD_GROUP else None
+    """The key of the unit ``pi`` is evicted with: a known PodGroup whose disruptionMode is PodGroup, or (v1.37)
+    the highest ancestor CompositePodGroup whose disruptionMode is ``all``."""
+    return ctx.groups.victim_unit(pi.group_key)
 
 
 def placed_members(ctx: CycleContext, gk: str) -> list[PodInfo]:
-    """The group's pods placed on nodes of the snapshot (not merely assumed), in key order."""
+    """The unit's pods placed on nodes of the snapshot (not merely assumed), in key order."""
     state = ctx.state
-    return [state.pods[k] for k in sorted(ctx.groups.members_of(gk)) if k in state.placement and k not in state.assumed]
+    members = ctx.groups.unit_members(gk)
+    return [state.pods[k] for k in sorted(members) if k in state.placement and k not in state.assumed]
 
 
 def running_gang_member(ctx: CycleContext, pi: PodInfo) -> bool:

@@ -74,12 +74,13 @@ def victim_units(ctx: CycleContext, own_group: str, below: int, rows: BoolArray 
         gk = pi.group_key
         if gk == own_group:
             continue
-        if gk is not None and gk in groups and groups.disruption_mode(gk) == DISRUPTION_MODE_POD_GROUP:
-            grouped.setdefault(gk, []).append(pi)
+        unit = groups.victim_unit(gk)
+        if unit is not None:
+            grouped.setdefault(unit, []).append(pi)
         elif pi.priority < below and (rows is None or rows[row]):
             units.append(Unit([pi], pi.priority, None, gk is not None, running_gang_member(ctx, pi)))
     for gk, pods in grouped.items():
-        priority = groups.priority(gk)
+        priority = groups.unit_priority(gk)
         if priority >= below:
             continue
         if rows is not None and not any(rows[state.placement[p.key]] for p in pods):
