@@ -178,3 +178,38 @@ def test_device_taint_rules_are_watched_and_taint_the_devices_they_select(
     st.delete("devicetaintrules", "broken-gpu")
     assert st.wait_for(lambda: len(st.bindings) == 1)  # one of the two gets the GPU once the rule is gone
     assert inst.server.controller.engine is engine  # the rule's deletion was an event, no rebuild
+
+
+def test_composite_tree_binds_nothing_until_its_root_is_satisfied_and_min_group_count_is_elastic(
+    apiserver: APIServer, start: Callable[..., Instance]
+) -> None:
+    """A CompositePodGroup with two child gangs, one of which cannot fit: the root's minGroupCount 2 is not met, so
+    nothing is bound; lowered to 1 through the watch, the child that fits binds, with v1.37's condition."""
+    st = apiserver.store
+    st.served_groups = V137
+    for n in ("n0", "n1"):
+        st.create("nodes", node(n, cpu="4"))
+    root = {
+        "apiVersion": "scheduling.k8s.io/v1alpha3",
+        "metadata": {"name": "root", "namespace": "default"},
+        "spec": {
+            "workloadRef": {"workloadName": "serving", "templateName": "root"},
+            "schedulingPolicy": {"gang": {"minGroupCount": 2}},
+        },
+    }
+    st.create("compositepodgroups", root)
+    for child, cpu in (("fits", "1"), ("too-big", "8")):
+        ref = {"workloadName": "serving", "templateName": child}
+        st.create("podgroups", v1beta1_gang(child, 2, workloadRef=ref, parentCompositePodGroupName="root"))
+        for i in range(2):
+            st.create("pods", pod(f"{child}-{i}", child, cpu=cpu))
+    start()
+    assert st.wait_for(lambda: conditions(st, "fits") == [("PodGroupInitiallyScheduled", "False", "Unschedulable")])
+    assert st.bindings == {}  # the child that fits on its own is rolled back: the root is not satisfied
+    cpg = st.get("compositepodgroups", "default/root")
+    st.update(
+        "compositepodgroups", {**cpg, "spec": {**cpg["spec"], "schedulingPolicy": {"gang": {"minGroupCount": 1}}}}
+    )
+    assert st.wait_for(lambda: set(st.bindings) == {"default/fits-0", "default/fits-1"})
+    assert st.wait_for(lambda: conditions(st, "fits") == [("PodGroupInitiallyScheduled", "True", "Scheduled")])
+    assert "default/too-big-0" not in st.bindings
