@@ -91,7 +91,7 @@ def test_v137_gang_is_watched_in_v1beta1_and_a_min_count_decrease_schedules_it(
 
 def test_v137_composite_pod_group_tree_binds_once_its_root_is_satisfied(cluster: Cluster, phalanx: Serve) -> None:
     """v1.37: a v1alpha3 CompositePodGroup over two v1beta1 child gangs. With room for one child only, its
-    minGroupCount 2 binds nothing; lowered to 1 (mutable), the child that fits binds."""
+    minGroupCount 2 binds nothing, not even the child that fits; two more nodes make room and the whole tree binds."""
     c = cluster
     if not c.v137:
         pytest.skip("v1.37: CompositePodGroup (scheduling.k8s.io/v1alpha3)")
@@ -112,17 +112,17 @@ def test_v137_composite_pod_group_tree_binds_once_its_root_is_satisfied(cluster:
         ref = {"workloadName": "serving", "templateName": child}
         c.pod_group(child, 2, workloadRef=ref, parentCompositePodGroupName="root")
         for name in names:
-            c.pod(name, group=child)  # 1 cpu each: the two nodes hold one child, not both
+            c.pod(name, group=child)  # 1 cpu each: two nodes hold one child, not both
     every = [n for names in members.values() for n in names]
-    wait_for("the tree to be found unschedulable", lambda: settled(c, "prefill", "False"))
+    for child in members:
+        cond = wait_for(f"{child} to be found unschedulable", lambda child=child: settled(c, child, "False"))
+        assert (cond["type"], cond["reason"]) == ("PodGroupInitiallyScheduled", "Unschedulable")
     assert c.bound(every) == set()
-    patch = {"spec": {"schedulingPolicy": {"gang": {"minGroupCount": 1}}}}
-    path = f"/apis/scheduling.k8s.io/v1alpha3/namespaces/{c.ns}/compositepodgroups/root"
-    c.cp.request("PATCH", path, patch, "application/merge-patch+json")
-    bound = wait_for(
-        "one child to bind whole", lambda: next((n for n in members.values() if c.bound(n) == set(n)), None)
-    )
-    assert c.bound(every) == set(bound)
+    for i in range(2, 4):
+        c.node(f"{c.ns}-n{i}", cpu="1")
+    wait_for("the whole tree to bind", lambda: c.bound(every) == set(every))
+    for child in members:
+        assert wait_for(f"{child}'s condition", lambda child=child: settled(c, child, "True"))["reason"] == "Scheduled"
 
 
 def test_two_gangs_competing_for_one_room(cluster: Cluster, phalanx: Serve) -> None:

@@ -95,9 +95,6 @@ def test_composite_pod_groups_reach_the_engine_and_follow_the_watch(
     snapshot.write_text(json.dumps(doc))
     scheduled, _, _ = schedule_snapshot([str(snapshot)])
     assert scheduled.composite_statuses() == engine.composite_statuses()
-    pg = st.get("compositepodgroups", "default/inference")
-    st.update("compositepodgroups", {**pg, "spec": {**pg["spec"], "schedulingPolicy": {"gang": {"minGroupCount": 2}}}})
-    assert st.wait_for(lambda: delivered(engine)["default/inference"].min_group_count == 2)  # minGroupCount is mutable
     st.delete("compositepodgroups", "default/inference")
     assert st.wait_for(lambda: "default/inference" not in delivered(engine))
     assert ctl.engine is engine  # events, not rebuilds
@@ -180,15 +177,17 @@ def test_device_taint_rules_are_watched_and_taint_the_devices_they_select(
     assert inst.server.controller.engine is engine  # the rule's deletion was an event, no rebuild
 
 
-def test_composite_tree_binds_nothing_until_its_root_is_satisfied_and_min_group_count_is_elastic(
+def test_composite_tree_binds_nothing_until_its_root_is_satisfied(
     apiserver: APIServer, start: Callable[..., Instance]
 ) -> None:
-    """A CompositePodGroup with two child gangs, one of which cannot fit: the root's minGroupCount 2 is not met, so
-    nothing is bound; lowered to 1 through the watch, the child that fits binds, with v1.37's condition."""
+    """A CompositePodGroup with two child gangs and room for one: the root's minGroupCount 2 is not met, so nothing
+    is bound, not even the child that fits on its own; a node arriving makes room for both, and the whole tree binds
+    with v1.37's condition on each child. (v1.37.2 makes a CompositePodGroup's schedulingPolicy immutable, unlike a
+    PodGroup's minCount.)"""
     st = apiserver.store
     st.served_groups = V137
     for n in ("n0", "n1"):
-        st.create("nodes", node(n, cpu="4"))
+        st.create("nodes", node(n, cpu="2"))
     root = {
         "apiVersion": "scheduling.k8s.io/v1alpha3",
         "metadata": {"name": "root", "namespace": "default"},
@@ -198,18 +197,17 @@ def test_composite_tree_binds_nothing_until_its_root_is_satisfied_and_min_group_
         },
     }
     st.create("compositepodgroups", root)
-    for child, cpu in (("fits", "1"), ("too-big", "8")):
+    for child in ("prefill", "decode"):
         ref = {"workloadName": "serving", "templateName": child}
         st.create("podgroups", v1beta1_gang(child, 2, workloadRef=ref, parentCompositePodGroupName="root"))
         for i in range(2):
-            st.create("pods", pod(f"{child}-{i}", child, cpu=cpu))
+            st.create("pods", pod(f"{child}-{i}", child, cpu="2"))
     start()
-    assert st.wait_for(lambda: conditions(st, "fits") == [("PodGroupInitiallyScheduled", "False", "Unschedulable")])
-    assert st.bindings == {}  # the child that fits on its own is rolled back: the root is not satisfied
-    cpg = st.get("compositepodgroups", "default/root")
-    st.update(
-        "compositepodgroups", {**cpg, "spec": {**cpg["spec"], "schedulingPolicy": {"gang": {"minGroupCount": 1}}}}
-    )
-    assert st.wait_for(lambda: set(st.bindings) == {"default/fits-0", "default/fits-1"})
-    assert st.wait_for(lambda: conditions(st, "fits") == [("PodGroupInitiallyScheduled", "True", "Scheduled")])
-    assert "default/too-big-0" not in st.bindings
+    unschedulable = [("PodGroupInitiallyScheduled", "False", "Unschedulable")]
+    assert st.wait_for(lambda: conditions(st, "prefill") == unschedulable and conditions(st, "decode") == unschedulable)
+    assert st.bindings == {}
+    for n in ("n2", "n3"):
+        st.create("nodes", node(n, cpu="2"))
+    assert st.wait_for(lambda: len(st.bindings) == 4)
+    scheduled = [("PodGroupInitiallyScheduled", "True", "Scheduled")]
+    assert st.wait_for(lambda: conditions(st, "prefill") == scheduled and conditions(st, "decode") == scheduled)
