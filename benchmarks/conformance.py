@@ -1,9 +1,11 @@
-"""Differential conformance against the real kube-scheduler v1.36.3 (issue 13, deliverable 4; docs/conformance.md).
+"""Differential conformance against the real kube-scheduler v1.36.3, or v1.37.2 with ``--version 1.37.2`` (issues 13
+and 15; docs/conformance.md).
 
     python benchmarks/conformance.py                          # tests/scenarios/ and 500 random snapshots, seed 1
     python benchmarks/conformance.py --seed 7 --count 100     # another corpus
     python benchmarks/conformance.py --no-scenarios --start 40 --count 5 --save /tmp/dc   # a stretch, kept
     python benchmarks/conformance.py --only random-1-0007 --repeat 5   # one snapshot, kube-scheduler five times
+    python benchmarks/conformance.py --version 1.37.2         # kube-scheduler v1.37.2 against --compat v1.37
 
 One control plane (etcd, kube-apiserver, kube-controller-manager v1.36.3 from phalanx.testenv) for the whole
 corpus. For each snapshot: reset the API server (checked empty), load the snapshot, run ``phalanx schedule --compat
@@ -83,22 +85,24 @@ def main() -> int:
         "--repeat", type=int, default=0, help="run kube-scheduler N times on disagreements (with --only: on all)"
     )
     parser.add_argument("--save", type=Path, help="write each disagreeing snapshot (read back) and kube's log here")
+    parser.add_argument("--version", default="1.36.3", choices=("1.36.3", "1.37.2"), help="kube-scheduler's release")
     args = parser.parse_args()
     try:
-        find_assets("1.36.3")
+        find_assets(args.version)
     except AssetsError as exc:
-        print(f"conformance: no Kubernetes v1.36.3 control plane: {exc}", file=sys.stderr)
+        print(f"conformance: no Kubernetes v{args.version} control plane: {exc}", file=sys.stderr)
         return 2
     snaps: list[Snapshot] = [] if args.no_scenarios else scenario_snapshots()
-    snaps += random_snapshots(args.seed, args.count, args.start)
+    snaps += random_snapshots(args.seed, args.count, args.start, ".".join(args.version.split(".")[:2]))
     if args.only:
         snaps = [s for s in snaps if any(s.name.startswith(o) for o in args.only)]
-    flags = "--compat v1.36 --feature-gates ..." if COMPAT else "(no --compat flag yet)"
+    compat = "v" + ".".join(args.version.split(".")[:2])
+    flags = f"--compat {compat} --feature-gates ..." if COMPAT else "(no --compat flag yet)"
     print(f"phalanx side: phalanx schedule {flags}")
     print(f"{len(snaps)} snapshots (random corpus seed {args.seed}, {args.start}..{args.start + args.count - 1})")
     # Its own folder (not phalanx-k8s-*, which other runs' clean-ups sweep), removed at the end.
     workdir = Path(tempfile.mkdtemp(prefix="phalanx-conformance-"))
-    cp = control_plane(workdir)
+    cp = control_plane(workdir, args.version)
     started = time.monotonic()
     cp.start()
     print(f"control plane up in {time.monotonic() - started:.1f} s", flush=True)

@@ -11,7 +11,13 @@ from typing import Any
 import pytest
 import yaml
 
-from phalanx.scheduling.feature_gates import DEFAULT_GATES, PHALANX_PROFILE, FeatureGateError, resolve_gates
+from phalanx.scheduling.feature_gates import (
+    DEFAULT_GATES,
+    PHALANX_PROFILE,
+    PHALANX_PROFILE_V1_37,
+    FeatureGateError,
+    resolve_gates,
+)
 from phalanx.scheduling.feature_gates_v1_36 import GATES
 
 from schedule_cli import ROOT, run, schedule_json
@@ -61,8 +67,8 @@ def _config(tmp_path: Path, body: str) -> str:
             "--feature-gates: GangScheduling is enabled, but depends on features that are disabled: [GenericWorkload]",
         ),
         (
-            "DRADeviceTaintRules=true",
-            "--feature-gates: feature gate DRADeviceTaintRules=true is not supported by phalanx",
+            "PodLevelResources=false",
+            "--feature-gates: feature gate PodLevelResources=false is not supported by phalanx",
         ),
     ],
 )
@@ -103,10 +109,60 @@ def test_every_v1_36_gate_is_known_and_the_profile_turns_the_workload_gates_on()
     assert DEFAULT_GATES.changed() == dict.fromkeys(PHALANX_PROFILE, True)
     # A gate the user names wins over the profile; what depends on a gate turned off stays off.
     off = resolve_gates({"GenericWorkload": False})
-    assert not any(off.enabled(n) for n in PHALANX_PROFILE)
-    assert off.changed() == {}
+    assert not any(off.enabled(n) for n in PHALANX_PROFILE if n != "DRADeviceTaintRules")
+    assert off.changed() == {"DRADeviceTaintRules": True}  # not a workload gate: it needs only DRADeviceTaints
     with pytest.raises(FeatureGateError, match="unrecognized feature gate: Nope"):
         resolve_gates({"Nope": True})
+
+
+def test_v1_37_gates_fold_gang_and_preemption_into_generic_workload() -> None:
+    """With v1.37's table (--compat v1.37), GangScheduling and WorkloadAwarePreemption no longer exist and
+    GenericWorkload switches the gang plugin and workload-aware preemption; CompositePodGroup is v1.37's own."""
+    gates = resolve_gates(version="v1.37")
+    assert gates.version == "v1.37"
+    assert gates.changed() == dict.fromkeys(PHALANX_PROFILE_V1_37, True)
+    sched = gates.scheduling()
+    assert sched.gang_scheduling and sched.workload_aware_preemption and sched.composite_pod_group
+    assert sched.device_taint_rules  # GA and on in v1.37
+    with pytest.raises(FeatureGateError, match="unrecognized feature gate: GangScheduling"):
+        resolve_gates({"GangScheduling": True}, version="v1.37")
+    with pytest.raises(FeatureGateError, match="unrecognized feature gate: CompositePodGroup"):
+        resolve_gates({"CompositePodGroup": True})  # v1.36's table
+    off = resolve_gates({"GenericWorkload": False}, version="v1.37").scheduling()
+    assert not (off.gang_scheduling or off.workload_aware_preemption or off.composite_pod_group)
+    no_tree = resolve_gates({"CompositePodGroup": False}, version="v1.37").scheduling()
+    assert no_tree.gang_scheduling and not no_tree.composite_pod_group
+    with pytest.raises(
+        FeatureGateError,
+        match=r"CompositePodGroup is enabled, but depends on .*\[GenericWorkload TopologyAwareWorkloadScheduling\]",
+    ):
+        resolve_gates({"GenericWorkload": False, "CompositePodGroup": True}, version="v1.37")
+
+
+def test_compat_v1_37_takes_v1_37_gates_on_the_command_line_and_in_the_config(tmp_path: Path) -> None:
+    snapshot = _snapshot(tmp_path, "gang-heterogeneous-largest-first.yaml")
+    doc = schedule_json("-f", snapshot, "--compat", "v1.37", "--feature-gates", "CompositePodGroup=false")
+    assert doc["mode"]["compat"] == "v1.37"
+    # CompositePodGroup=false is v1.37's default: the report lists only what differs from it
+    assert doc["mode"]["featureGates"] == {g: True for g in PHALANX_PROFILE_V1_37 if g != "CompositePodGroup"}
+    result = run("schedule", "-f", snapshot, "--feature-gates", "CompositePodGroup=false")
+    assert result.exit_code == 2 and "unrecognized feature gate: CompositePodGroup" in result.stderr
+    result = run("schedule", "-f", snapshot, "--compat", "v1.37", "--feature-gates", "GangScheduling=false")
+    assert result.exit_code == 2 and "unrecognized feature gate: GangScheduling" in result.stderr
+    cfg = _config(tmp_path, "featureGates:\n  PodGroupPreemptionPolicy: false\n")
+    doc = schedule_json("-f", snapshot, "--compat", "v1.37", "--config", cfg)
+    assert doc["mode"]["featureGates"].get("PodGroupPreemptionPolicy") is None  # back at v1.37's default (off)
+    result = run("schedule", "-f", snapshot, "--config", cfg)
+    assert result.exit_code == 2
+    assert f"{cfg}:4: KubeSchedulerConfiguration: featureGates.PodGroupPreemptionPolicy: unrecognized" in result.stderr
+
+
+def test_device_taint_rules_gate_off_ignores_the_rules() -> None:
+    example = str(ROOT / "examples" / "v1.37" / "device-taint-rule")
+    placed = {p["name"] for p in schedule_json("-f", example)["pods"] if p["phase"] == "Scheduled"}
+    assert placed == {"infer-0", "infer-1"}  # a rule taints the GPU infer-2 would need
+    off = schedule_json("-f", example, "--feature-gates", "DRADeviceTaintRules=false")
+    assert {p["name"] for p in off["pods"] if p["phase"] == "Scheduled"} == {"infer-0", "infer-1", "infer-2"}
 
 
 def test_all_alpha_sets_every_unnamed_alpha_gate() -> None:
@@ -149,7 +205,9 @@ def test_generic_workload_off_ignores_pod_groups(tmp_path: Path) -> None:
     the members are scheduled pod by pod, small first onto the emptier gpu-8, and no PodGroup cycle runs."""
     snapshot = _snapshot(tmp_path, "gang-heterogeneous-largest-first.yaml")
     doc = schedule_json("-f", snapshot, "--compat", "v1.36", "--feature-gates", "GenericWorkload=false")
-    assert doc["mode"]["featureGates"] == {}
+    assert doc["mode"]["featureGates"] == {
+        "DRADeviceTaintRules": True
+    }  # the profile's one gate that is not a workload's
     pods = _pods(doc)
     assert (pods["small"]["phase"], pods["small"]["node"]) == ("Scheduled", "gpu-8")
     assert pods["big"]["phase"] == "Unschedulable" and "Insufficient nvidia.com/gpu" in pods["big"]["message"]
@@ -297,8 +355,8 @@ def test_serve_rejects_bad_gates_before_connecting(tmp_path: Path) -> None:
 
 def test_docs_list_every_gate_phalanx_classifies() -> None:
     """docs/feature-gates.md has a table row for every honoured, no-effect and unsupported gate."""
-    from phalanx.scheduling.feature_gates import HONOURED, NO_EFFECT, UNSUPPORTED
+    from phalanx.scheduling.feature_gates import HONOURED, NO_EFFECT, UNSUPPORTED, UNSUPPORTED_V1_37
 
     text = (ROOT / "docs" / "feature-gates.md").read_text(encoding="utf-8")
     rows = {line.split("`")[1] for line in text.splitlines() if line.startswith("| `")}
-    assert rows == set(HONOURED) | set(NO_EFFECT) | set(UNSUPPORTED)
+    assert rows == set(HONOURED) | set(NO_EFFECT) | set(UNSUPPORTED) | set(UNSUPPORTED_V1_37)

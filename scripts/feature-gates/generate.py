@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Generate src/phalanx/scheduling/feature_gates_v1_36.py: every feature gate kube-scheduler v1.36.3 accepts, with
-its stage, default and lock at emulation version 1.36, and the gate dependencies.
+"""Generate src/phalanx/scheduling/feature_gates_v1_MINOR.py: every feature gate kube-scheduler of one release (v1.36.3
+or v1.37.2) accepts, with its stage, default and lock at that release's emulation version, and the gate dependencies.
 
 It reads the Go sources of the gate registrations kube-scheduler links in (from the Go module cache, as the
 testenv build fetched them): k8s.io/kubernetes pkg/features (which also relists the generic apiserver,
@@ -9,7 +9,7 @@ k8s.io/controller-manager, k8s.io/component-base (logs, metrics, zpages) and k8s
 kube-scheduler binary is present, its ``--help`` list of alpha and beta gates must equal the table's (the run
 fails otherwise), so a missed registration cannot slip through.
 
-    python3 scripts/feature-gates/generate.py [--modcache DIR] [--kube-scheduler PATH]
+    python3 scripts/feature-gates/generate.py [--version 1.36.3|1.37.2] [--modcache DIR] [--kube-scheduler PATH]
 
 Only facts are taken (names, stages, defaults, locks, dependencies); the output is a Python table.
 """
@@ -22,20 +22,28 @@ import subprocess
 import sys
 from pathlib import Path
 
-EMULATION = (1, 36)
 ROOT = Path(__file__).resolve().parents[2]
-OUT = ROOT / "src/phalanx/scheduling/feature_gates_v1_36.py"
-SOURCES = (
-    # The first file wins where a gate is registered twice (kube_features.go relists some of the others, among
-    # them the two controller-manager gates kube-scheduler registers; the rest of that file it does not).
-    "kubernetes@v1.36.3/pkg/features/kube_features.go",
-    "apiserver@v0.36.3/pkg/features/kube_features.go",
-    "apiextensions-apiserver@v0.36.3/pkg/features/kube_features.go",
-    "component-base@v0.36.3/zpages/features/kube_features.go",
-    "component-base@v0.36.3/logs/api/v1/kube_features.go",
-    "component-base@v0.36.3/metrics/features/kube_features.go",
-    "client-go@v0.36.3/features/known_features.go",
+VERSIONS = ("1.36.3", "1.37.2")
+# The first file wins where a gate is registered twice (kube_features.go relists some of the others, among them the
+# two controller-manager gates kube-scheduler registers; the rest of that file it does not).
+_SOURCES = (
+    "kubernetes@v1.{minor}.{patch}/pkg/features/kube_features.go",
+    "apiserver@v0.{minor}.{patch}/pkg/features/kube_features.go",
+    "apiextensions-apiserver@v0.{minor}.{patch}/pkg/features/kube_features.go",
+    "component-base@v0.{minor}.{patch}/zpages/features/kube_features.go",
+    "component-base@v0.{minor}.{patch}/logs/api/v1/kube_features.go",
+    "component-base@v0.{minor}.{patch}/metrics/features/kube_features.go",
+    "client-go@v0.{minor}.{patch}/features/known_features.go",
 )
+
+
+def sources(version: str) -> list[str]:
+    _, minor, patch = version.split(".")
+    return [s.format(minor=minor, patch=patch) for s in _SOURCES]
+
+
+def out_path(version: str) -> Path:
+    return ROOT / f"src/phalanx/scheduling/feature_gates_v1_{version.split('.')[1]}.py"
 _CONST = re.compile(r"^\s*(\w+)\s+(?:featuregate\.)?Feature\s*=\s*\"(\w+)\"", re.M)
 _ENTRY = re.compile(r"^\s*(?:\w+\.)?(\w+):\s*\{\s*$")
 _SPEC = re.compile(r"\{\s*Version:.*\}")
@@ -46,7 +54,7 @@ _LOCK = re.compile(r"LockToDefault:\s*(true|false)")
 _STAGES = {"Alpha": "ALPHA", "Beta": "BETA", "GA": "GA", "Deprecated": "DEPRECATED", "PreAlpha": "PREALPHA"}
 
 
-def _spec_at(lines: list[str]) -> tuple[str, bool, bool] | None:
+def _spec_at(lines: list[str], emulation: tuple[int, int]) -> tuple[str, bool, bool] | None:
     """The spec in effect at the emulation version: the last one whose version is not newer."""
     chosen = None
     for line in lines:
@@ -54,7 +62,7 @@ def _spec_at(lines: list[str]) -> tuple[str, bool, bool] | None:
         if v is None:
             raise SystemExit(f"cannot read a gate spec: {line.strip()}")
         major, minor = (int(v.group(1) or v.group(3)), int(v.group(2) or v.group(4)))
-        if (major, minor) > EMULATION:
+        if (major, minor) > emulation:
             continue
         d, s, lock = _DEFAULT.search(line), _STAGE.search(line), _LOCK.search(line)
         if d is None or s is None:
@@ -101,16 +109,17 @@ def _names(text: str) -> dict[str, str]:
     return {ident: value for ident, value in _CONST.findall(text)}
 
 
-def collect(modcache: Path) -> tuple[dict[str, tuple[str, bool, bool]], dict[str, list[str]]]:
+def collect(modcache: Path, version: str) -> tuple[dict[str, tuple[str, bool, bool]], dict[str, list[str]]]:
+    emulation = (int(version.split(".")[0]), int(version.split(".")[1]))
     gates: dict[str, tuple[str, bool, bool]] = {"AllAlpha": ("ALPHA", False, False), "AllBeta": ("BETA", False, False)}
     names: dict[str, str] = {}
-    texts = [(modcache / rel).read_text() for rel in SOURCES]
+    texts = [(modcache / rel).read_text() for rel in sources(version)]
     for text in texts:
         names.update(_names(text))
     for text in texts:
         for ident, lines in _versioned_blocks(text).items():
             name = names.get(ident, ident)
-            spec = _spec_at(lines)
+            spec = _spec_at(lines, emulation)
             if spec is not None and name not in gates:
                 gates[name] = spec
     deps = {names.get(k, k): [names.get(d, d) for d in v] for k, v in _dependencies(texts[0]).items()}
@@ -134,11 +143,15 @@ def check_against_binary(binary: Path, gates: dict[str, tuple[str, bool, bool]])
         raise SystemExit(f"kube-scheduler --help disagrees: missing {missing}, extra {extra}, different {wrong}")
 
 
-def render(gates: dict[str, tuple[str, bool, bool]], deps: dict[str, list[str]]) -> str:
-    head = '''"""Every feature gate kube-scheduler v1.36.3 accepts, as (stage, default, locked) at emulation version
-1.36, and the gate dependencies it checks. Generated by scripts/feature-gates/generate.py from the Kubernetes
-v1.36.3 sources (kube_features.go and the registrations kube-scheduler links in); do not edit by hand."""
-
+def render(gates: dict[str, tuple[str, bool, bool]], deps: dict[str, list[str]], version: str) -> str:
+    minor = ".".join(version.split(".")[:2])
+    doc = (
+        f'"""Every feature gate kube-scheduler v{version} accepts, as (stage, default, locked) at emulation version\n'
+        f"{minor}, and the gate dependencies it checks. Generated by scripts/feature-gates/generate.py from the "
+        f"Kubernetes\nv{version} sources (kube_features.go and the registrations kube-scheduler links in); do not "
+        'edit by hand."""\n'
+    )
+    head = doc + '''
 from __future__ import annotations
 
 __all__ = ["DEPENDENCIES", "GATES"]
@@ -163,17 +176,20 @@ GATES: dict[str, tuple[str, bool, bool]] = {
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--version", choices=VERSIONS, default=VERSIONS[0])
     ap.add_argument("--modcache", type=Path, default=Path.home() / "go/pkg/mod/k8s.io")
-    ap.add_argument("--kube-scheduler", type=Path, default=Path.home() / ".cache/phalanx/k8s/v1.36.3/kube-scheduler")
+    ap.add_argument("--kube-scheduler", type=Path, help="default: the testenv cache's binary of --version")
     args = ap.parse_args()
-    gates, deps = collect(args.modcache)
-    if args.kube_scheduler.exists():
-        check_against_binary(args.kube_scheduler, gates)
+    binary = args.kube_scheduler or Path.home() / f".cache/phalanx/k8s/v{args.version}/kube-scheduler"
+    gates, deps = collect(args.modcache, args.version)
+    if binary.exists():
+        check_against_binary(binary, gates)
     else:
-        print(f"note: {args.kube_scheduler} not found; not checked against kube-scheduler --help", file=sys.stderr)
-    OUT.write_text(render(gates, deps))
-    subprocess.run(["ruff", "format", "--quiet", str(OUT)], check=False)  # the repository's formatting
-    print(f"{OUT.relative_to(ROOT)}: {len(gates)} gates, {len(deps)} with dependencies")
+        print(f"note: {binary} not found; not checked against kube-scheduler --help", file=sys.stderr)
+    out = out_path(args.version)
+    out.write_text(render(gates, deps, args.version))
+    subprocess.run(["ruff", "format", "--quiet", str(out)], check=False)  # the repository's formatting
+    print(f"{out.relative_to(ROOT)}: {len(gates)} gates, {len(deps)} with dependencies")
     return 0
 
 

@@ -133,16 +133,19 @@ def validate(paths: tuple[str, ...]) -> None:
 
 _GATES_HELP = (
     "Feature gates as kube-scheduler takes them (A=true,B=false; repeatable), over the configuration's "
-    "featureGates. Unnamed gates take v1.36's defaults, except that phalanx's profile turns the workload gates "
-    "on (GenericWorkload, GangScheduling, TopologyAwareWorkloadScheduling, WorkloadAwarePreemption, "
-    "DRAWorkloadResourceClaims, WorkloadWithJob) unless a gate they need is off."
+    "featureGates. Unnamed gates take v1.36's defaults (v1.37's with --compat v1.37), except that phalanx's "
+    "profile turns the workload gates on (GenericWorkload, GangScheduling, TopologyAwareWorkloadScheduling, "
+    "WorkloadAwarePreemption, DRAWorkloadResourceClaims, WorkloadWithJob; with v1.37's gates GenericWorkload, "
+    "TopologyAwareWorkloadScheduling, CompositePodGroup, PodGroupPreemptionPolicy, DRAWorkloadResourceClaims, "
+    "WorkloadWithJob) unless a gate they need is off."
 )
 _gates = click.option("--feature-gates", "feature_gates", multiple=True, metavar="A=true,B=false", help=_GATES_HELP)
 _compat = click.option(
     "--compat",
     default=None,
     metavar="v1.36|v1.37",
-    help="Behave exactly as kube-scheduler v1.36 or v1.37: every phalanx rule beyond it is off (docs/compat.md).",
+    help="Behave exactly as kube-scheduler of that release: every phalanx rule beyond it is off, and the feature "
+    "gates are that release's (docs/compat.md).",
 )
 
 
@@ -152,9 +155,9 @@ def _config(
     """The KubeSchedulerConfiguration (or the default one, its profile named ``default_name``) with the mode
     applied; warnings on stderr."""
     from phalanx.scheduling.config import SchedulerConfig, default_profile, load_config, with_mode
-    from phalanx.scheduling.feature_gates import FeatureGateError, parse_flag
+    from phalanx.scheduling.feature_gates import FeatureGateError, gates_version, parse_flag
 
-    config = load_config(config_path) if config_path else None
+    config = load_config(config_path, gates_version(compat)) if config_path else None
     if config is None and default_name is not None:
         config = SchedulerConfig([default_profile(default_name)])
     for warning in config.warnings if config else []:

@@ -1,5 +1,5 @@
-"""Differential conformance: the same snapshot scheduled by the real kube-scheduler v1.36.3 and by ``phalanx
-schedule``, compared per category (docs/conformance.md).
+"""Differential conformance: the same snapshot scheduled by the real kube-scheduler (v1.36.3, or v1.37.2 against
+``--compat v1.37``) and by ``phalanx schedule``, compared per category (docs/conformance.md).
 
 For each snapshot the harness resets the control plane (and checks nothing is left), loads the snapshot
 (snapshot_load.py), runs phalanx on the snapshot as read back (phalanx_side.py), lets kube-scheduler schedule it
@@ -36,7 +36,7 @@ import yaml
 from kube_api import Api
 from kube_side import KubeOutcome, kube_config, run_kube
 from phalanx_side import PhalanxOutcome, run_phalanx
-from snapshot_load import NotLoadable, load, reset
+from snapshot_load import NotLoadable, load, release_of, reset
 
 from phalanx.testenv import ControlPlane
 
@@ -83,9 +83,9 @@ def scenario_snapshots(names: Iterable[str] | None = None) -> list[Snapshot]:
     return out
 
 
-def random_snapshots(seed: int, count: int, start: int = 0) -> list[Snapshot]:
-    """Snapshots ``start`` .. ``start + count - 1`` of the random corpus of ``seed`` (snapgen.py)."""
-    return [Snapshot(name, "random", objects) for name, objects in snapgen.corpus(seed, count, start)]
+def random_snapshots(seed: int, count: int, start: int = 0, release: str = "1.36") -> list[Snapshot]:
+    """Snapshots ``start`` .. ``start + count - 1`` of the random corpus of ``seed`` for ``release`` (snapgen.py)."""
+    return [Snapshot(name, "random", objects) for name, objects in snapgen.corpus(seed, count, start, release)]
 
 
 @dataclass
@@ -171,9 +171,9 @@ def compare(snap: Snapshot, kube: KubeOutcome, ph: PhalanxOutcome, classes: dict
     return c
 
 
-def control_plane(workdir: Path | None = None) -> ControlPlane:
-    """A v1.36.3 control plane (etcd, kube-apiserver, kube-controller-manager) as the harness needs it."""
-    return ControlPlane("1.36.3", workdir=workdir, apiserver_args=APISERVER_ARGS)
+def control_plane(workdir: Path | None = None, version: str = "1.36.3") -> ControlPlane:
+    """A control plane (etcd, kube-apiserver, kube-controller-manager) of ``version`` as the harness needs it."""
+    return ControlPlane(version, workdir=workdir, apiserver_args=APISERVER_ARGS)
 
 
 class Harness:
@@ -183,13 +183,15 @@ class Harness:
         self.cp = cp
         self.api = Api(cp)
         self.namespaces: set[str] = {"default"}
+        self.release = release_of(cp.kube.version)
+        self.compat = "v" + cp.kube.minor
 
     def run(self, snap: Snapshot) -> Comparison:
         t0 = time.monotonic()
-        reset(self.api, sorted(self.namespaces))
+        reset(self.api, sorted(self.namespaces), self.release)
         t1 = time.monotonic()
         try:
-            loaded = load(self.api, snap.objects)
+            loaded = load(self.api, snap.objects, self.release)
         except NotLoadable as exc:
             self.namespaces |= _namespaces_of(snap.objects)
             return Comparison(snap.name, snap.source, skipped=str(exc))
@@ -199,7 +201,9 @@ class Harness:
         schedulers = {
             p["spec"].get("schedulerName", "default-scheduler") for p in pods if not p["spec"].get("nodeName")
         }
-        ph = run_phalanx(loaded.objects, loaded.pending, snap.config, snap.scheduler_name, self.cp.gates)
+        ph = run_phalanx(
+            loaded.objects, loaded.pending, snap.config, snap.scheduler_name, self.cp.gates, compat=self.compat
+        )
         t3 = time.monotonic()
         if ph.error:
             return Comparison(snap.name, snap.source, skipped=f"phalanx refused the read-back snapshot: {ph.error}")

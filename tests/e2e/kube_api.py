@@ -27,6 +27,7 @@ KINDS: dict[str, tuple[str, bool]] = {
     "PodDisruptionBudget": ("poddisruptionbudgets", True),
     "Workload": ("workloads", True),
     "PodGroup": ("podgroups", True),
+    "CompositePodGroup": ("compositepodgroups", True),
     "ResourceClaim": ("resourceclaims", True),
     "ResourceClaimTemplate": ("resourceclaimtemplates", True),
 }

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kube_api import Api
-from snapshot_load import Loaded
+from snapshot_load import Loaded, Release
 
 from phalanx.testenv import ControlPlane, RequestError
 
@@ -162,7 +162,7 @@ def _ready(port: int) -> bool:
         return False
 
 
-def _state(api: Api, namespaces: list[str]) -> tuple[str, ...]:
+def _state(api: Api, namespaces: list[str], release: Release) -> tuple[str, ...]:
     """Every pod's node, nomination and deletion mark and every PodGroup's conditions: what the scheduler writes."""
     out = []
     for ns in namespaces:
@@ -170,7 +170,7 @@ def _state(api: Api, namespaces: list[str]) -> tuple[str, ...]:
             meta, spec, status = pod["metadata"], pod["spec"], pod.get("status") or {}
             node, nominated = spec.get("nodeName") or "", status.get("nominatedNodeName") or ""
             out.append(f"pod {ns}/{meta['name']} {node} {nominated} {meta.get('deletionTimestamp') or ''}")
-        for pg in api.items(f"/apis/scheduling.k8s.io/v1alpha2/namespaces/{ns}/podgroups"):
+        for pg in api.items(f"/apis/{release.api_version('PodGroup')}/namespaces/{ns}/podgroups"):
             conds = (pg.get("status") or {}).get("conditions") or []
             marks = " ".join(f"{c['type']}={c['status']}/{c.get('reason')}" for c in conds)
             out.append(f"podgroup {ns}/{pg['metadata']['name']} {marks}")
@@ -206,7 +206,7 @@ def run_kube(
         deadline = start + timeout
         while not _ready(port) and time.monotonic() < deadline:
             time.sleep(0.05)
-        settled = _settle(api, loaded.namespaces, port, kubelet, quiet, deadline)
+        settled = _settle(api, loaded, port, kubelet, quiet, deadline)
     finally:
         cp.stop_scheduler()
         kubelet.close()
@@ -223,12 +223,12 @@ def run_kube(
     return out
 
 
-def _settle(api: Api, namespaces: list[str], port: int, kubelet: _Kubelet, quiet: float, deadline: float) -> bool:
+def _settle(api: Api, loaded: Loaded, port: int, kubelet: _Kubelet, quiet: float, deadline: float) -> bool:
     last: tuple[Any, ...] | None = None
     since = time.monotonic()
     while time.monotonic() < deadline:
         needed = _quiet_needed(_metrics(port), quiet)
-        now = (_state(api, namespaces), kubelet.changes)
+        now = (_state(api, loaded.namespaces, loaded.release), kubelet.changes)
         if needed is None or now != last:
             last, since = now, time.monotonic()
         elif time.monotonic() - since >= needed:
@@ -255,11 +255,11 @@ def _read_outcome(api: Api, loaded: Loaded) -> KubeOutcome:
             if "PodScheduled" in conds:
                 out.messages[key] = conds["PodScheduled"].get("message", "")
         try:
-            groups = api.items(f"/apis/scheduling.k8s.io/v1alpha2/namespaces/{ns}/podgroups")
+            groups = api.items(f"/apis/{loaded.release.api_version('PodGroup')}/namespaces/{ns}/podgroups")
         except RequestError:
             groups = []
         for pg in groups:
             conds = {c["type"]: c for c in (pg.get("status") or {}).get("conditions") or []}
-            c = conds.get("PodGroupScheduled")
+            c = conds.get(loaded.release.condition)
             out.conditions[f"{ns}/{pg['metadata']['name']}"] = (c["status"], c.get("reason", "")) if c else None
     return out

@@ -7,8 +7,9 @@ things are checked: phalanx's node selection for the pod had a single best node 
 engine selects from), and every tie-break seed put the pod on the same node (which also catches ties earlier in
 the run that moved it, and ties between topology domains).
 
-``COMPAT`` switches the harness to ``phalanx schedule --compat v1.36 --feature-gates ...`` (issue #13, deliverables
-1 and 2) as soon as the command has the flag; until then phalanx runs with its default profile.
+``COMPAT`` switches the harness to ``phalanx schedule --compat v1.36 --feature-gates ...`` (``--compat v1.37``
+against a v1.37 control plane; issue #13, deliverables 1 and 2) as soon as the command has the flag; until then
+phalanx runs with its default profile.
 """
 
 from __future__ import annotations
@@ -32,12 +33,13 @@ SEEDS = (0, 1, 2, 3)
 COMPAT = any(p.name == "compat" for p in schedule.params)
 
 
-def phalanx_args(gates: dict[str, bool]) -> list[str]:
-    """The flags that make phalanx answer for kube-scheduler v1.36 with the control plane's feature gates."""
+def phalanx_args(gates: dict[str, bool], compat: str = "v1.36") -> list[str]:
+    """The flags that make phalanx answer for kube-scheduler of release ``compat`` with the control plane's
+    feature gates."""
     if not COMPAT:
         return []
     flags = ",".join(f"{k}={'true' if v else 'false'}" for k, v in sorted(gates.items()))
-    return ["--compat", "v1.36", "--feature-gates", flags]
+    return ["--compat", compat, "--feature-gates", flags]
 
 
 @dataclass
@@ -89,11 +91,12 @@ def run_phalanx(
     scheduler_name: str | None,
     gates: dict[str, bool],
     seeds: Sequence[int] = SEEDS,
+    compat: str = "v1.36",
 ) -> PhalanxOutcome:
     with tempfile.TemporaryDirectory(prefix="diffconf-") as tmp:
         snap = Path(tmp) / "snapshot.json"
         snap.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": list(objects)}))
-        args = ["schedule", "-f", str(snap), "-o", "json", *phalanx_args(gates)]
+        args = ["schedule", "-f", str(snap), "-o", "json", *phalanx_args(gates, compat)]
         if config:
             cfg = Path(tmp) / "config.json"
             cfg.write_text(json.dumps(config))

@@ -19,6 +19,11 @@ snapshots, and up to two more drawn at random:
                   (disruptionMode Pod and PodGroup)
   dra             DeviceClasses, ResourceSlices, claim templates and shared claims with CEL selectors over
                   attributes and capacities
+  composite       (the v1.37 corpus only) CompositePodGroup trees: a root needing minGroupCount of its 2-3 gang
+                  children, sometimes in one rack, with the v1alpha3 Workload whose templates they come from
+
+The v1.37 corpus (``release="1.37"``) has the twelve features, its own random stream and names
+``random-v137-<seed>-<index>-<features>``; the v1.36 corpus is unchanged by it.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-__all__ = ["FEATURES", "corpus", "generate"]
+__all__ = ["FEATURES", "FEATURES_V137", "corpus", "generate"]
 
 FEATURES = (
     "resources",
@@ -43,6 +48,7 @@ FEATURES = (
     "wap",
     "dra",
 )
+FEATURES_V137 = (*FEATURES, "composite")
 GPU = "example.com/gpu"
 ZONE = "topology.kubernetes.io/zone"
 HOST = "kubernetes.io/hostname"
@@ -345,6 +351,57 @@ class _Builder:
         for j in range(members):
             self.pod(f"{name}-{j}", req, priority=priority, group=name, app=name)
 
+    def composite(self, priority: str | None = None) -> None:
+        """A CompositePodGroup tree as v1.37 writes one: the root (minGroupCount of its children), 2-3 gang
+        PodGroups naming it as their parent, and the v1alpha3 Workload holding the templates both refer to."""
+        rng = self.rng
+        root = self.name("tree")
+        children = rng.randint(2, 3)
+        need = rng.randint(1, children)
+        rack = rng.random() < 0.3 and any(RACK in n.labels for n in self.nodes)
+        templates = []
+        for c in range(children):
+            child, members = f"{root}-{c}", rng.randint(1, 3)
+            policy = {"gang": {"minCount": rng.randint(1, members)}}
+            templates.append({"name": f"child-{c}", "schedulingPolicy": policy})
+            spec: dict[str, Any] = {
+                "parentCompositePodGroupName": root,
+                "workloadRef": {"workloadName": root, "templateName": f"child-{c}"},
+                "schedulingPolicy": policy,
+            }
+            if priority:
+                spec["priorityClassName"] = priority
+            meta = {"name": child, "namespace": "default"}
+            self.objects.append(
+                {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup", "metadata": meta, "spec": spec}
+            )
+            req = self.requests()
+            for j in range(members):
+                self.pod(f"{child}-{j}", req, priority=priority, group=child, app=root)
+        root_policy = {"gang": {"minGroupCount": need}}
+        template: dict[str, Any] = {"name": "root", "schedulingPolicy": root_policy, "podGroupTemplates": templates}
+        root_spec: dict[str, Any] = {
+            "workloadRef": {"workloadName": root, "templateName": "root"},
+            "schedulingPolicy": root_policy,
+        }
+        if rack:
+            template["schedulingConstraints"] = root_spec["schedulingConstraints"] = {"topology": [{"key": RACK}]}
+        if priority:
+            template["priorityClassName"] = root_spec["priorityClassName"] = priority
+        meta = {"name": root, "namespace": "default"}
+        workload = {"compositePodGroupTemplates": [template]}
+        self.objects.append(
+            {"apiVersion": "scheduling.k8s.io/v1alpha3", "kind": "Workload", "metadata": meta, "spec": workload}
+        )
+        self.objects.append(
+            {
+                "apiVersion": "scheduling.k8s.io/v1alpha3",
+                "kind": "CompositePodGroup",
+                "metadata": meta,
+                "spec": root_spec,
+            }
+        )
+
     # --- DRA ---------------------------------------------------------------------------------------------------
 
     def dra(self) -> None:
@@ -460,18 +517,25 @@ def _build(b: _Builder) -> None:
             b.group(True, topology=True)
     if "wap" in f:
         b.group(True, "high")
+    if "composite" in f:
+        for _ in range(rng.randint(1, 2)):
+            b.composite(rng.choice(["mid", "high"]) if prioritised else None)
 
 
-def generate(seed: int, index: int) -> tuple[str, list[dict[str, Any]]]:
-    """Snapshot ``index`` of the corpus of ``seed``: its name (``random-<seed>-<index>-<features>``) and objects."""
-    rng = random.Random(f"phalanx-diffconf:{seed}:{index}")
-    primary = FEATURES[index % len(FEATURES)]
-    features = {primary, *rng.sample(FEATURES, rng.randint(0, 2))}
+def generate(seed: int, index: int, release: str = "1.36") -> tuple[str, list[dict[str, Any]]]:
+    """Snapshot ``index`` of the corpus of ``seed``: its name (``random-<seed>-<index>-<features>``, or
+    ``random-v137-...`` in the v1.37 corpus) and objects."""
+    v137 = release == "1.37"
+    features_of = FEATURES_V137 if v137 else FEATURES
+    rng = random.Random(f"phalanx-diffconf{'-v137' if v137 else ''}:{seed}:{index}")
+    primary = features_of[index % len(features_of)]
+    features = {primary, *rng.sample(features_of, rng.randint(0, 2))}
     b = _Builder(rng, features)
     _build(b)
-    name = f"random-{seed}-{index:04d}-" + "+".join(f for f in FEATURES if f in features)
+    prefix = "random-v137" if v137 else "random"
+    name = f"{prefix}-{seed}-{index:04d}-" + "+".join(f for f in features_of if f in features)
     return name, b.objects
 
 
-def corpus(seed: int, count: int, start: int = 0) -> list[tuple[str, list[dict[str, Any]]]]:
-    return [generate(seed, i) for i in range(start, start + count)]
+def corpus(seed: int, count: int, start: int = 0, release: str = "1.36") -> list[tuple[str, list[dict[str, Any]]]]:
+    return [generate(seed, i, release) for i in range(start, start + count)]

@@ -16,6 +16,10 @@ phalanx see the same objects, defaulted and admitted by the real server: generat
 the real disruption controller, server timestamps.
 
 ``reset`` deletes every object a snapshot can have made and then checks that nothing is left.
+
+A :class:`Release` says which API versions the API server serves: on v1.37 a snapshot's v1alpha2 Workloads and
+PodGroups are converted to ``v1beta1`` (through phalanx's one internal model, ``phalanx.api.scheduling_convert``)
+and CompositePodGroups are ``v1alpha3``; what is read back is in those versions.
 """
 
 from __future__ import annotations
@@ -26,15 +30,16 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
 from kube_api import Api, path_of
 
+from phalanx.api.scheduling_convert import decode
 from phalanx.testenv import RequestError
 
-__all__ = ["HOLD", "Loaded", "NotLoadable", "load", "read_back", "reset"]
+__all__ = ["HOLD", "RELEASES", "Loaded", "NotLoadable", "Release", "load", "read_back", "release_of", "reset"]
 
 HOLD = "diffconf.phalanx.dev/hold"  # the finalizer that keeps a snapshot's terminating pod terminating
 PAUSE = "registry.k8s.io/pause:3.10"
-SCHEDULING = "scheduling.k8s.io/v1alpha2"
 
 # Creation order: what other objects refer to comes first; pods last (bound before pending).
 _ORDER = [
@@ -45,6 +50,7 @@ _ORDER = [
     "Node",
     "ResourceSlice",
     "Workload",
+    "CompositePodGroup",
     "PodGroup",
     "ResourceClaimTemplate",
     "ResourceClaim",
@@ -53,7 +59,7 @@ _ORDER = [
 ]
 _NAMESPACED = ["Pod", "PodGroup", "Workload", "PodDisruptionBudget", "ResourceClaim", "ResourceClaimTemplate"]
 _CLUSTER = ["Node", "ResourceSlice", "DeviceClass", "RuntimeClass", "PriorityClass"]
-_API_VERSION = {
+_COMMON = {
     "Namespace": "v1",
     "Node": "v1",
     "Pod": "v1",
@@ -64,9 +70,60 @@ _API_VERSION = {
     "ResourceClaim": "resource.k8s.io/v1",
     "ResourceClaimTemplate": "resource.k8s.io/v1",
     "PodDisruptionBudget": "policy/v1",
-    "Workload": SCHEDULING,
-    "PodGroup": SCHEDULING,
 }
+
+
+@dataclass(frozen=True)
+class Release:
+    """What one Kubernetes release serves: the version of each scheduling kind (Workload, PodGroup and, where there
+    is one, CompositePodGroup) and the PodGroup condition its scheduler writes."""
+
+    version: str  # "1.36.3"
+    scheduling: dict[str, str]  # kind -> apiVersion
+    condition: str  # the PodGroup condition type
+
+    @property
+    def namespaced(self) -> list[str]:
+        return _NAMESPACED + [k for k in self.scheduling if k not in _NAMESPACED]
+
+    def api_version(self, kind: str) -> str:
+        return self.scheduling.get(kind) or _COMMON[kind]
+
+    def convert(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """A Workload, PodGroup or CompositePodGroup in this release's version (unchanged if it is in it)."""
+        kind = obj["kind"]
+        want = self.api_version(kind)
+        if obj.get("apiVersion") == want:
+            return obj
+        try:
+            internal = msgspec.to_builtins(decode(obj))
+        except (KeyError, msgspec.ValidationError) as exc:
+            raise NotLoadable(f"{kind} {_key(obj)}: cannot be converted to {want}: {exc}") from None
+        for cond in (internal.get("status") or {}).get("conditions") or []:
+            if cond.get("type") == "PodGroupScheduled":
+                cond["type"] = self.condition
+        return {"apiVersion": want, "kind": kind, **internal}
+
+
+_V1ALPHA2 = "scheduling.k8s.io/v1alpha2"
+_V1BETA1, _V1ALPHA3 = "scheduling.k8s.io/v1beta1", "scheduling.k8s.io/v1alpha3"
+RELEASES = {
+    "1.36": Release("1.36.3", {"Workload": _V1ALPHA2, "PodGroup": _V1ALPHA2}, "PodGroupScheduled"),
+    # Workloads in v1alpha3: only it has compositePodGroupTemplates (v1beta1 would drop them on the way back)
+    "1.37": Release(
+        "1.37.2",
+        {"Workload": _V1ALPHA3, "PodGroup": _V1BETA1, "CompositePodGroup": _V1ALPHA3},
+        "PodGroupInitiallyScheduled",
+    ),
+}
+V1_36 = RELEASES["1.36"]
+
+
+def release_of(version: str) -> Release:
+    """The release of a control plane version ("1.37.2" or "1.37")."""
+    return RELEASES[".".join(version.removeprefix("v").split(".")[:2])]
+
+
 _SERVER_META = ("uid", "resourceVersion", "creationTimestamp", "generation", "managedFields", "selfLink")
 
 
@@ -83,6 +140,7 @@ class Loaded:
     pending: list[str]
     bound: list[str]
     terminating: set[str]
+    release: Release
     seconds: float = 0.0
     objects: list[dict[str, Any]] = field(default_factory=list)  # the snapshot as read back
 
@@ -92,21 +150,23 @@ def _key(obj: dict[str, Any]) -> str:
     return f"{meta.get('namespace') or 'default'}/{meta['name']}"
 
 
-def _prepare(objects: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+def _prepare(objects: Iterable[dict[str, Any]], release: Release) -> list[dict[str, Any]]:
     """The objects as they are to be created, in creation order; status kept aside under ``_status``."""
     out: list[dict[str, Any]] = []
     for raw in objects:
         kind = raw.get("kind")
-        if kind not in _ORDER:
+        if kind not in _ORDER or (kind == "CompositePodGroup" and kind not in release.scheduling):
             continue  # phalanx ignores what it does not read; so do we
         obj = copy.deepcopy(raw)
+        if kind in ("Workload", "PodGroup", "CompositePodGroup"):
+            obj = release.convert(obj)
         meta = obj.setdefault("metadata", {})
         for k in _SERVER_META:
             meta.pop(k, None)
         meta.pop("ownerReferences", None)  # their owners are not in the snapshot: the GC would delete the object
-        if kind in _NAMESPACED:
+        if kind in release.namespaced:
             meta["namespace"] = meta.get("namespace") or "default"
-        obj["apiVersion"] = _API_VERSION[kind]
+        obj["apiVersion"] = release.api_version(kind)
         if kind == "Pod":
             _prepare_pod(obj)
         if kind == "ResourceClaim" and (obj.get("status") or {}).get("allocation"):
@@ -202,7 +262,7 @@ def _creation_rank(obj: dict[str, Any]) -> tuple[int, int, str]:
 def _namespaces(objs: list[dict[str, Any]]) -> dict[str, dict[str, str]]:
     out: dict[str, dict[str, str]] = {"default": {}}
     for obj in objs:
-        if obj["kind"] in _NAMESPACED:
+        if obj["kind"] != "Namespace" and obj["metadata"].get("namespace"):
             out.setdefault(obj["metadata"]["namespace"], {})
     for obj in objs:
         if obj["kind"] == "Namespace":
@@ -210,11 +270,11 @@ def _namespaces(objs: list[dict[str, Any]]) -> dict[str, dict[str, str]]:
     return out
 
 
-def load(api: Api, objects: Iterable[dict[str, Any]]) -> Loaded:
+def load(api: Api, objects: Iterable[dict[str, Any]], release: Release = V1_36) -> Loaded:
     """Create the snapshot's objects, write their status, wait for the controllers (generated claims, PDB status)
     and read the snapshot back. Raises NotLoadable when the API server refuses an object."""
     start = time.monotonic()
-    objs = _prepare(objects)
+    objs = _prepare(objects, release)
     namespaces = _namespaces(objs)
     for ns, labels in namespaces.items():
         _ensure_namespace(api, ns, labels)
@@ -248,8 +308,9 @@ def load(api: Api, objects: Iterable[dict[str, Any]]) -> Loaded:
         pending=[_key(p) for p in pods if not p["spec"].get("nodeName") and _key(p) not in terminating],
         bound=[_key(p) for p in pods if p["spec"].get("nodeName")],
         terminating=terminating,
+        release=release,
     )
-    loaded.objects = read_back(api, loaded.namespaces)
+    loaded.objects = read_back(api, loaded.namespaces, release)
     loaded.seconds = time.monotonic() - start
     return loaded
 
@@ -299,7 +360,7 @@ def _write_status(api: Api, obj: dict[str, Any], uids: dict[str, str]) -> None:
         for ref in status.get("reservedFor") or []:
             if ref.get("resource") == "pods":
                 ref["uid"] = uids.get(f"{meta['namespace']}/{ref['name']}", ref.get("uid", ""))
-    elif kind == "PodGroup" and status:
+    elif kind in ("PodGroup", "CompositePodGroup") and status:
         status = {k: v for k, v in status.items() if k == "conditions"}
     else:
         status = None  # a PDB's status is the disruption controller's to compute; the rest have none to keep
@@ -392,22 +453,22 @@ def _wait(what: str, check: Callable[[], bool], timeout: float = 15.0) -> None:
 # --- read back ---------------------------------------------------------------------------------------------------
 
 
-def read_back(api: Api, namespaces: Iterable[str]) -> list[dict[str, Any]]:
+def read_back(api: Api, namespaces: Iterable[str], release: Release = V1_36) -> list[dict[str, Any]]:
     """Every object of the kinds a snapshot holds, as the API server has them now (a snapshot for phalanx)."""
     out: list[dict[str, Any]] = []
     for ns in namespaces:
         body = api.get(f"/api/v1/namespaces/{ns}")
         out.append({"apiVersion": "v1", "kind": "Namespace", **{k: body[k] for k in ("metadata", "spec") if k in body}})
     for kind in _CLUSTER:
-        out += _listed(api, kind, None)
+        out += _listed(api, kind, None, release)
     for ns in namespaces:
-        for kind in _NAMESPACED:
-            out += _listed(api, kind, ns)
+        for kind in release.namespaced:
+            out += _listed(api, kind, ns, release)
     return out
 
 
-def _listed(api: Api, kind: str, ns: str | None) -> list[dict[str, Any]]:
-    version = _API_VERSION[kind]
+def _listed(api: Api, kind: str, ns: str | None, release: Release) -> list[dict[str, Any]]:
+    version = release.api_version(kind)
     items = api.items(path_of(version, kind, ns))
     for item in items:
         item["apiVersion"], item["kind"] = version, kind
@@ -418,19 +479,19 @@ def _listed(api: Api, kind: str, ns: str | None) -> list[dict[str, Any]]:
 # --- reset -------------------------------------------------------------------------------------------------------
 
 
-def reset(api: Api, namespaces: Iterable[str], timeout: float = 60.0) -> None:
+def reset(api: Api, namespaces: Iterable[str], release: Release = V1_36, timeout: float = 60.0) -> None:
     """Delete everything a snapshot made (pods at once, as a kubelet would finish them), strip finalizers so
     nothing lingers, reset the namespaces' labels, then check that every kind is empty. Namespaces themselves are
     kept: deleting one takes the namespace controller seconds, and an empty namespace changes no decision."""
     namespaces = list(namespaces)
     for ns in namespaces:
-        for kind in _NAMESPACED:
-            path = path_of(_API_VERSION[kind], kind, ns)
-            _strip_finalizers(api, kind, api.items(path))
+        for kind in release.namespaced:
+            path = path_of(release.api_version(kind), kind, ns)
+            _strip_finalizers(api, release, kind, api.items(path))
             api.delete(path + "?gracePeriodSeconds=0")
         _set_namespace_labels(api, ns, {})
     for kind in _CLUSTER:
-        path = path_of(_API_VERSION[kind], kind)
+        path = path_of(release.api_version(kind), kind)
         if kind == "PriorityClass":
             for pc in api.items(path):
                 if not pc["metadata"]["name"].startswith("system-"):
@@ -438,20 +499,20 @@ def reset(api: Api, namespaces: Iterable[str], timeout: float = 60.0) -> None:
         else:
             api.delete(path)
     deadline = time.monotonic() + timeout
-    while left := leftovers(api, namespaces):
+    while left := leftovers(api, namespaces, release):
         if time.monotonic() > deadline:
             raise TimeoutError(f"reset left objects behind: {left}")
         for ns in namespaces:
-            for kind in _NAMESPACED:
-                _strip_finalizers(api, kind, api.items(path_of(_API_VERSION[kind], kind, ns)))
+            for kind in release.namespaced:
+                _strip_finalizers(api, release, kind, api.items(path_of(release.api_version(kind), kind, ns)))
         time.sleep(0.1)
 
 
-def _strip_finalizers(api: Api, kind: str, items: list[dict[str, Any]]) -> None:
+def _strip_finalizers(api: Api, release: Release, kind: str, items: list[dict[str, Any]]) -> None:
     for item in items:
         meta = item["metadata"]
         if meta.get("finalizers"):
-            path = path_of(_API_VERSION[kind], kind, meta.get("namespace"), meta["name"])
+            path = path_of(release.api_version(kind), kind, meta.get("namespace"), meta["name"])
             try:
                 api.merge_patch(path, {"metadata": {"finalizers": None}})
             except RequestError as exc:
@@ -459,12 +520,12 @@ def _strip_finalizers(api: Api, kind: str, items: list[dict[str, Any]]) -> None:
                     raise
 
 
-def leftovers(api: Api, namespaces: Iterable[str]) -> list[str]:
+def leftovers(api: Api, namespaces: Iterable[str], release: Release = V1_36) -> list[str]:
     """Objects of any snapshot kind still in the API server (system PriorityClasses excepted): empty after a clean
     reset. Checked cluster-wide, so a namespace the harness forgot would show too."""
     left: list[str] = []
-    for kind in _NAMESPACED + _CLUSTER:
-        for item in api.items(path_of(_API_VERSION[kind], kind)):
+    for kind in release.namespaced + _CLUSTER:
+        for item in api.items(path_of(release.api_version(kind), kind)):
             name = item["metadata"]["name"]
             if kind == "PriorityClass" and name.startswith("system-"):
                 continue

@@ -1,5 +1,6 @@
 """Differential conformance: every scenario kube-scheduler can express, and a seeded slice of the random corpus,
-scheduled by the real kube-scheduler v1.36.3 and by ``phalanx schedule --compat v1.36``; they must agree on the
+scheduled by the real kube-scheduler v1.36.3 and by ``phalanx schedule --compat v1.36`` (and a smaller slice by
+kube-scheduler v1.37.2 and ``--compat v1.37``, the scheduling objects converted to v1beta1); they must agree on the
 scheduled set, the chosen node (where phalanx's scores say only one node is best), the preemption victims and the
 PodGroup conditions (docs/conformance.md). ``benchmarks/conformance.py`` runs the whole 500-snapshot corpus.
 
@@ -41,6 +42,10 @@ SEED = 1
 FULL = os.environ.get("PHALANX_DIFFCONF_FULL") == "1"
 SCENARIO_STRIDE = 1 if FULL else 4
 RANDOM = int(os.environ.get("PHALANX_DIFFCONF_RANDOM", "11" if FULL else "4"))
+# v1.37.2's share: the scenarios v1.36's slice skips, every 8th from the 2nd, and snapshots 11 and 23 of the v1.37
+# corpus (its composite trees; FULL: every scenario and v1.37 snapshots 0..11, one per feature)
+V137_STRIDE, V137_OFFSET = (1, 0) if FULL else (8, 2)
+V137_RANDOM = (0, 12) if FULL else (11, 1)
 
 KUBE_MEMBER_ORDER = "kube-scheduler orders a PodGroup's members at random (docs/conformance.md#member-order)"
 KUBE_PREEMPTION_RACE = "kube-scheduler lost the room its workload-aware preemption made (docs/conformance.md)"
@@ -60,17 +65,18 @@ KNOWN: dict[str, dict[str, str]] = {
     "random-1-0001-taints+spread+gang": {"node": KUBE_MEMBER_ORDER},
     "random-1-0006-spread+gang+topology": {"node": QUORUM},  # gang-12-1 first, 5 runs of 5
 }
+# kube-scheduler v1.37.2 against --compat v1.37: what is understood so far (docs/conformance.md#v137)
+KNOWN_V137: dict[str, dict[str, str]] = {}
 
 
-@pytest.fixture(scope="module")
-def harness(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Harness]:
+def _harness(tmp_path_factory: pytest.TempPathFactory, version: str) -> Iterator[Harness]:
     try:
-        find_assets("1.36.3")
+        find_assets(version)
     except AssetsError as exc:
         if os.environ.get("CI"):
             pytest.fail(f"the differential tier cannot run: {exc}")
-        pytest.skip(f"no Kubernetes v1.36.3 control plane: {exc}")
-    cp = control_plane(tmp_path_factory.mktemp("differential-cp"))  # not phalanx-k8s-*: others sweep those
+        pytest.skip(f"no Kubernetes v{version} control plane: {exc}")
+    cp = control_plane(tmp_path_factory.mktemp("differential-cp"), version)  # not phalanx-k8s-*: others sweep those
     cp.start()
     h = Harness(cp)
     try:
@@ -80,19 +86,44 @@ def harness(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Harness]:
         cp.stop()
 
 
+@pytest.fixture(scope="module")
+def harness(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Harness]:
+    yield from _harness(tmp_path_factory, "1.36.3")
+
+
+@pytest.fixture(scope="module")
+def harness_v137(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Harness]:
+    yield from _harness(tmp_path_factory, "1.37.2")
+
+
 def _snapshots() -> list[Snapshot]:
     return scenario_snapshots()[::SCENARIO_STRIDE] + random_snapshots(SEED, RANDOM)
 
 
-def _report(r: Comparison) -> str:
+def _snapshots_v137() -> list[Snapshot]:
+    start, count = V137_RANDOM
+    return scenario_snapshots()[V137_OFFSET::V137_STRIDE] + random_snapshots(SEED, count, start, "1.37")
+
+
+def _report(r: Comparison, version: str) -> str:
     lines = [f"{cat}: {d}" for cat in CATEGORIES for d in r.diffs.get(cat, [])]
     log = r.kube.log.splitlines()[-40:] if r.kube else []
-    return "\n".join([f"{r.snapshot} disagrees with kube-scheduler v1.36.3:", *lines, "kube-scheduler log:", *log])
+    return "\n".join([f"{r.snapshot} disagrees with kube-scheduler v{version}:", *lines, "kube-scheduler log:", *log])
 
 
 @pytest.mark.real
 @pytest.mark.parametrize("snap", _snapshots(), ids=lambda s: s.name)
 def test_agrees_with_kube_scheduler(harness: Harness, snap: Snapshot) -> None:
+    _check(harness, snap, KNOWN)
+
+
+@pytest.mark.real
+@pytest.mark.parametrize("snap", _snapshots_v137(), ids=lambda s: s.name)
+def test_agrees_with_kube_scheduler_v1_37(harness_v137: Harness, snap: Snapshot) -> None:
+    _check(harness_v137, snap, KNOWN_V137)
+
+
+def _check(harness: Harness, snap: Snapshot, known_diffs: dict[str, dict[str, str]]) -> None:
     assert COMPAT, "phalanx schedule has no --compat flag: the harness would compare phalanx's own profile"
     r = harness.run(snap)
     if r.skipped:
@@ -104,9 +135,9 @@ def test_agrees_with_kube_scheduler(harness: Harness, snap: Snapshot) -> None:
         # kube-scheduler's own random choices and races (docs/conformance.md): marked, and never a pass.
         marks = [m for m, on in (("tie-dependent", r.tie_dependent), (KUBE_MEMBER_ORDER, r.member_order)) if on]
         pytest.xfail("; ".join(marks) or KUBE_PREEMPTION_RACE)
-    known = KNOWN.get(snap.name, {})
+    known = known_diffs.get(snap.name, {})
     unexplained = {c: d for c, d in r.diffs.items() if d and c not in known}
-    assert not unexplained, _report(r)
+    assert not unexplained, _report(r, harness.cp.kube.version)
     explained = [c for c in known if r.diffs.get(c)]
     if explained:
         pytest.xfail("; ".join(f"{c}: {known[c]}" for c in explained))

@@ -446,9 +446,10 @@ def _stealer(tmp_path: Path, nsnet: NsNet) -> str:
 
 def test_pidfd_getfd_on_the_guards_sockets(nsnet: NsNet, tmp_path: Path) -> None:
     holder = subprocess.Popen(in_host_ns(nsnet, [sys.executable, "-c", "import socket,time;s=socket.socket("
-                              "socket.AF_INET,socket.SOCK_DGRAM);time.sleep(30)"]))  # fmt: skip
+                              "socket.AF_INET,socket.SOCK_DGRAM);print('ready',flush=True);time.sleep(30)"]),
+                              stdout=subprocess.PIPE, text=True)  # fmt: skip
     try:
-        time.sleep(0.5)
+        assert holder.stdout is not None and holder.stdout.readline() == "ready\n"  # its socket exists (not a sleep)
         control = unguarded(nsnet, f"{_stealer(tmp_path, nsnet)} {holder.pid}")
         assert "sent 0" not in control.stdout and nsnet.sink.hits, control.stdout + control.stderr
         nsnet.clear()

@@ -12,6 +12,7 @@ overflow (scores multiply by 100).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -47,6 +48,7 @@ Vector = npt.NDArray[np.int64]
 MAX_AMOUNT = 2**56 - 1
 
 
+@functools.lru_cache(maxsize=4096)  # pods repeat a few spellings ("500m", "2Gi"); parsing one is most of a pod's cost
 def amount(resource: str, quantity: Quantity) -> int:
     """The exact integer amount of a quantity of ``resource``: millicores for CPU, rounded-up units otherwise."""
     q = parse_quantity(quantity)

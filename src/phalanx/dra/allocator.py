@@ -17,6 +17,7 @@ from phalanx.api.dra_defaults import ALL, EXACT_COUNT, defaulted
 from phalanx.dra.capacity import Amount, amount, consumed_capacity, requested_fits
 from phalanx.dra.constraints import Tracker, attribute_value, new_tracker
 from phalanx.dra.errors import MAX_RESULTS, AllocationError
+from phalanx.dra.fast import FastRows, Prepared, SelectorFailed, fast_solve, node_devices, simple_claim
 from phalanx.dra.features import DEFAULT_FEATURES, Features
 from phalanx.dra.inventory import DeviceInfo, DeviceInventory, NodePool
 from phalanx.dra.outcomes import Outcome, OutcomeCache, shape_key
@@ -25,7 +26,7 @@ from phalanx.dra.search import AllocatorStats, Req, Search, tolerated
 from phalanx.dra.selection import CompileFn, SelectorError, Selectors
 from phalanx.dra.state import AllocatedState
 
-__all__ = ["AllocationError", "Allocator", "AllocatorStats"]
+__all__ = ["AllocationError", "Allocator", "AllocatorStats", "Prepared"]
 
 Request = dra.ExactDeviceRequest | dra.DeviceSubRequest
 
@@ -51,14 +52,18 @@ class Allocator:
         features: Features = DEFAULT_FEATURES,
         compile: CompileFn | None = None,  # default: phalanx.api.cel.compile_selector
         prune: bool = True,
+        fast: bool = True,
     ) -> None:
         """``prune=False`` runs upstream's plain search (no symmetry, memo or lookahead): tests and benchmarks use
-        it to show that pruning never changes the answer and what it saves."""
+        it to show that pruning never changes the answer and what it saves. ``fast=False`` turns off the fast path
+        for simple claims (:mod:`phalanx.dra.fast`), so tests can compare it with the search."""
         self.inventory = inventory
         self.state = state
         self.classes = classes
         self.features = features
         self._prune = prune
+        self._fast = fast
+        self._fast_rows = FastRows()
         self._selectors = Selectors(compile, features)
         self.stats = AllocatorStats()
         self._outcomes = OutcomeCache()
@@ -74,11 +79,27 @@ class Allocator:
         UUID derived from a hash of claim namespace/name/uid, request and device, not random)."""
         return self.results(row, claims, self.solve(row, claims))
 
-    def solve(self, row: int, claims: Sequence[dra.ResourceClaim]) -> Outcome | None:
+    def prepare(self, claims: Sequence[dra.ResourceClaim]) -> Prepared:
+        """What ``solve`` can work out once for ``claims`` and reuse on every node (Filter asks it once per pod)."""
+        if not (self._prune and self._fast):
+            return Prepared(None)
+        simple = simple_claim(claims, self.classes, self.features, self._fast_rows.simple)
+        return Prepared(simple, _who(claims[0]) if simple is not None else "")
+
+    def solve(self, row: int, claims: Sequence[dra.ResourceClaim], prepared: Prepared | None = None) -> Outcome | None:
         """``allocate`` without building the results: the devices chosen by position on the node, or None when
         there is no solution (``invalid_pools`` set as by allocate). Filter asks this of every node and builds
-        results (``results``) only for the few it needs."""
+        results (``results``) only for the few it needs; ``prepared`` (from ``prepare`` on the same claims) saves
+        redoing the per-claims work on each node."""
         self.stats.calls += 1
+        if prepared is None:
+            prepared = self.prepare(claims)
+        if prepared.simple is not None:
+            found, outcome = self._fast_solve(row, prepared)
+            if found:
+                self.stats.fast += 1
+                self._invalid(row, outcome)
+                return outcome
         key = None
         if self._prune:
             key = shape_key(self.inventory, self.state, row, claims, self.classes, self._selection(claims))
@@ -94,9 +115,44 @@ class Allocator:
         self._invalid(row, outcome)
         return outcome
 
+    def _fast_solve(self, row: int, prepared: Prepared) -> tuple[bool, Outcome | None]:
+        """(True, the answer) from the fast path, or (False, None) when the node needs the general search."""
+        simple = prepared.simple
+        assert simple is not None
+        rows = self._fast_rows
+        key = (simple.key, row)
+        devices = rows.devices.get(key, False)
+        if devices is False:
+            rows.bound()
+            devices = rows.devices[key] = node_devices(
+                simple, self.inventory, row, self.features, self._selectable_in, rows
+            )
+        if devices is None:
+            return False, None
+        try:
+            return True, fast_solve(simple.count, devices, self.state)  # type: ignore[arg-type]
+        except SelectorFailed as failed:
+            info = self.inventory.devices[failed.index]
+            name = simple.device_class.metadata.name
+            verdict = self._selectable_in(name, simple.class_exprs, prepared.who, simple.request_exprs, info)
+            assert isinstance(verdict, SelectorError)
+            raise AllocationError(verdict.message) from None
+
+    def _selectable_in(
+        self, class_name: str, class_exprs: list[str], who: str, request_exprs: list[str], info: DeviceInfo
+    ) -> bool | SelectorError:
+        if not self.features.binding_conditions and info.device.binding_conditions:
+            return False
+        verdict = self._selectors.check(f"class {class_name}", class_exprs, info)
+        if verdict is not True:
+            return verdict
+        return self._selectors.check(f"claim {who}", request_exprs, info)
+
     def _invalid(self, row: int, outcome: Outcome | None) -> None:
-        pools = self.inventory.node_pools(row)
-        self.invalid_pools = [p.pool_id_text for p in pools if p.invalid] if outcome is None else []
+        if outcome is not None:
+            self.invalid_pools = []
+            return
+        self.invalid_pools = [p.pool_id_text for p in self.inventory.node_pools(row) if p.invalid]
 
     def _selection(self, claims: Sequence[dra.ResourceClaim]) -> Callable[[DeviceInfo], Hashable]:
         """Per device, what the claims' selectors and constraints see of it (for the shape key)."""
@@ -287,12 +343,7 @@ class Allocator:
     def _selectable(
         self, req: Req, who: str, class_exprs: list[str], request_exprs: list[str], info: DeviceInfo
     ) -> bool | SelectorError:
-        if not self.features.binding_conditions and info.device.binding_conditions:
-            return False
-        verdict = self._selectors.check(f"class {req.ref.device_class.metadata.name}", class_exprs, info)
-        if verdict is not True:
-            return verdict
-        return self._selectors.check(f"claim {who}", request_exprs, info)
+        return self._selectable_in(req.ref.device_class.metadata.name, class_exprs, who, request_exprs, info)
 
     def _candidates(self, call: _Call, req: Req, who: str, class_exprs: list[str], request_exprs: list[str]) -> None:
         """The devices this request could ever take on this node, in search order (a CEL error is kept as a

@@ -84,6 +84,7 @@ class AllocatorStats:
     steps: int = 0
     memo_hits: int = 0
     shape_hits: int = 0  # calls answered from an alike node's outcome without a search
+    fast: int = 0  # calls answered by the fast path for simple claims (phalanx.dra.fast)
 
 
 @dataclass(slots=True)

@@ -83,6 +83,11 @@ class AllocatedState:
         """Capacity consumed by the shares of a multi-allocatable device, by capacity name."""
         return self._consumed.get(device, {})
 
+    def usage(self) -> tuple[Mapping[int, int], Mapping[int, Mapping[str, int]]]:
+        """The live maps behind ``is_allocated`` (a device is in the first when exclusively allocated) and
+        ``consumed`` (multi-allocatable devices with shares), for scans over many devices; read them only."""
+        return self._exclusive, self._consumed
+
     def counters_consumed(self, pool_id: int, counter_set: str, counter: str) -> Fraction:
         return self._counters.get((pool_id, counter_set, counter), Fraction(0))
 

@@ -19,7 +19,14 @@ import yaml
 
 from phalanx.api.errors import FieldError, InputError, Source
 from phalanx.api.loader import locate
-from phalanx.scheduling.feature_gates import DEFAULT_GATES, FeatureGateError, FeatureGates, parse_bool, resolve_gates
+from phalanx.scheduling.feature_gates import (
+    DEFAULT_GATES,
+    FeatureGateError,
+    FeatureGates,
+    gates_version,
+    parse_bool,
+    resolve_gates,
+)
 from phalanx.scheduling.handle import Handle
 from phalanx.scheduling.plugin import POINTS, ArgsError, type_error
 from phalanx.scheduling.plugins import default_preemption, gang_scheduling, topology_placement_generator
@@ -27,7 +34,7 @@ from phalanx.scheduling.plugins.node_resources_fit import NodeResourcesFitArgs
 from phalanx.scheduling.plugins.registry import DEFAULT_PLACEMENT_SCORES, REGISTRY, default_plugins
 from phalanx.scheduling.plugins.topology_placement_generator import TopologyArgs
 from phalanx.scheduling.profile import Profile
-from phalanx.scheduling.rules import RULES, Rules, rules_for
+from phalanx.scheduling.rules import COMPAT_VERSIONS, RULES, Rules, rules_for
 
 __all__ = [
     "DEFAULT_SCHEDULER_NAME",
@@ -126,9 +133,10 @@ def with_mode(
     try:
         rules = rules_for(compat)
     except KeyError:
-        raise InputError([f'--compat: Unsupported value: "{compat}": supported values: "v1.36", "v1.37"']) from None
+        supported = ", ".join(f'"{v}"' for v in COMPAT_VERSIONS)
+        raise InputError([f'--compat: Unsupported value: "{compat}": supported values: {supported}']) from None
     try:
-        resolved = resolve_gates({**cfg.gate_overrides, **(gates or {})})
+        resolved = resolve_gates({**cfg.gate_overrides, **(gates or {})}, version=gates_version(compat))
     except FeatureGateError as exc:
         raise InputError([f"--feature-gates: {m}" for m in exc.messages]) from exc
     cfg.rules, cfg.compat, cfg.feature_gates = rules, (None if compat is None else rules_version(compat)), resolved
@@ -148,8 +156,9 @@ def default_profile(name: str = DEFAULT_SCHEDULER_NAME) -> ProfileConfig:
     )
 
 
-def load_config(path: str) -> SchedulerConfig:
-    """Read a KubeSchedulerConfiguration file. Raises InputError naming the file, line and field."""
+def load_config(path: str, gates: str = "v1.36") -> SchedulerConfig:
+    """Read a KubeSchedulerConfiguration file, its featureGates those of release ``gates`` (``gates_version``).
+    Raises InputError naming the file, line and field."""
     where = f"{path}: {KIND}"
     try:
         text = Path(path).read_bytes().decode("utf-8")
@@ -166,11 +175,12 @@ def load_config(path: str) -> SchedulerConfig:
         line = f":{mark.line + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc)
         raise InputError([f"{path}{line}: {KIND}: cannot parse: {problem}"]) from exc
-    return parse_config(raw, path, located=True)
+    return parse_config(raw, path, located=True, gates=gates)
 
 
-def parse_config(raw: Any, path: str = "<config>", located: bool = False) -> SchedulerConfig:
-    """The configuration in ``raw`` (decoded YAML). ``located``: ``path`` is a file whose lines errors name."""
+def parse_config(raw: Any, path: str = "<config>", located: bool = False, gates: str = "v1.36") -> SchedulerConfig:
+    """The configuration in ``raw`` (decoded YAML). ``located``: ``path`` is a file whose lines errors name;
+    ``gates``: the release whose feature gates ``featureGates`` names."""
     errors: list[FieldError] = []
     cfg = SchedulerConfig(profiles=[])
     if not isinstance(raw, Mapping):
@@ -179,7 +189,7 @@ def parse_config(raw: Any, path: str = "<config>", located: bool = False) -> Sch
         errors.append(FieldError.unsupported("kind", raw.get("kind"), [KIND]))
     else:
         _profiles(raw, cfg, errors)
-        _feature_gates(raw, cfg, errors)
+        _feature_gates(raw, cfg, errors, gates)
         pct = _percentage(raw.get("percentageOfNodesToScore"), "percentageOfNodesToScore", errors)
         cfg.percentage_of_nodes_to_score = pct or 0
     if errors:
@@ -187,7 +197,7 @@ def parse_config(raw: Any, path: str = "<config>", located: bool = False) -> Sch
     return cfg
 
 
-def _feature_gates(raw: Mapping[str, Any], cfg: SchedulerConfig, errors: list[FieldError]) -> None:
+def _feature_gates(raw: Mapping[str, Any], cfg: SchedulerConfig, errors: list[FieldError], version: str) -> None:
     """``featureGates``: a map of gate name to bool, as kube-scheduler's ``--feature-gates`` takes them (a phalanx
     extension: kube-scheduler itself reads gates from its flag only). Validated with the flag's rules."""
     gates = _default(raw.get("featureGates"), {})
@@ -203,7 +213,7 @@ def _feature_gates(raw: Mapping[str, Any], cfg: SchedulerConfig, errors: list[Fi
             continue
         out[str(name)] = value
     try:
-        cfg.feature_gates = resolve_gates(out)
+        cfg.feature_gates = resolve_gates(out, version=version)
     except FeatureGateError as exc:
         errors.extend(FieldError(_gate_path(m, out), m) for m in exc.messages)
         return

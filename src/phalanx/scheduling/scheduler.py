@@ -90,8 +90,10 @@ class Scheduler:
         self.priorities = PriorityResolver([])
         gang = {p.scheduler_name: p.gang and self._gates.gang_scheduling for p in profiles}
         self._groups = PodGroups(gang, self.priorities, enabled=self._gates.generic_workload)
-        # v1.36 has no CompositePodGroup: under --compat v1.36 every PodGroup of a tree is scheduled on its own.
-        self._trees = CompositeGroups(self._groups, enabled=config.compat != "v1.36")
+        # v1.36 has no CompositePodGroup: under --compat v1.36 (or CompositePodGroup=false in v1.37) every PodGroup
+        # of a tree is scheduled on its own.
+        enabled = config.compat != "v1.36" and self._gates.composite_pod_group  # and the gate (v1.37)
+        self._trees = CompositeGroups(self._groups, enabled=enabled)
         self._groups.tree_units = self._trees
         self.pods: dict[str, PodInfo] = {}
         self.bound_elsewhere: set[str] = set()  # pods bound to nodes missing from the snapshot

@@ -74,9 +74,10 @@ def schedule_snapshot(
     sched = Scheduler(config, scheduler_name, seed, recorder=OutcomeLog())
     start = time.perf_counter()
     try:
+        rules = inv.device_taint_rules if gates.device_taint_rules else []
         resources = ResourceObjects(
             inv.device_classes,
-            apply_device_taint_rules(inv.resource_slices, inv.device_taint_rules),  # as kube-scheduler's tracker
+            apply_device_taint_rules(inv.resource_slices, rules),  # as kube-scheduler's tracker
             inv.resource_claims,
             inv.resource_claim_templates,
             inv.generated_claims,

@@ -78,6 +78,7 @@ def allocator(
     features: Features = DEFAULT_FEATURES,
     allocated: list[dra.AllocationResult] | None = None,
     prune: bool = True,
+    fast: bool = True,
 ) -> Allocator:
     table = table or nodes("n1")
     inventory = DeviceInventory(slices, table, features)
@@ -85,7 +86,7 @@ def allocator(
     for a in allocated or []:
         state.add(a)
     by_name = {c.metadata.name: c for c in classes or [device_class()]}
-    return Allocator(inventory, state, by_name, features, prune=prune)
+    return Allocator(inventory, state, by_name, features, prune=prune, fast=fast)
 
 
 def devices_of(results: list[dra.AllocationResult] | None) -> list[list[str]] | None:

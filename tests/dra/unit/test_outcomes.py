@@ -81,7 +81,7 @@ def test_shared_outcomes_equal_own_search(cluster: dict[str, Any]) -> None:
 def test_identical_nodes_share_one_search() -> None:
     table = nodes(*NODES)
     slices = [device_slice(f"{n}-gpus", ["g0", "g1"], pool=n, nodeName=n) for n in NODES]
-    alloc = allocator(slices, table=table)
+    alloc = allocator(slices, table=table, fast=False)  # a simple claim: the fast path would skip the search
     claims = [claim("c", {"name": "r", "count": 2})]
     results = [alloc.allocate(row, claims) for row in range(len(NODES))]
     assert alloc.stats.shape_hits == len(NODES) - 1

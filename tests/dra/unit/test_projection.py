@@ -63,7 +63,10 @@ def test_devices_with_unique_ids_share_one_evaluation_and_alike_nodes_one_search
         ]
         slices.append(device_slice(f"{n}-s", gpus, pool=n, nodeName=n))
     alloc = allocator(
-        slices, [device_class("gpu", 'device.attributes["gpu.example.com"].model == "h100"')], table=table
+        slices,
+        [device_class("gpu", 'device.attributes["gpu.example.com"].model == "h100"')],
+        table=table,
+        fast=False,  # a simple claim: the fast path would skip the search
     )
     claims = [claim("c", {"name": "r", "count": 2})]
     assert all(alloc.allocate(row, claims) is not None for row in range(3))

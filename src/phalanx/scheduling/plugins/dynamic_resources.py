@@ -215,9 +215,10 @@ class DynamicResources:
     def _compute(self, entry: _Entry, todo: list[dra.ResourceClaim], rows: range | list[int]) -> None:
         assert self.binding is not None
         allocator = self.binding.tracker.allocator
+        prepared = allocator.prepare(todo)
         for row in rows:
             try:
-                found = allocator.solve(row, todo)
+                found = allocator.solve(row, todo, prepared)
             except AllocationError as exc:
                 # Fatal for the attempt (a broken selector or class): no node is feasible, and the reason says why.
                 entry.error = str(exc)

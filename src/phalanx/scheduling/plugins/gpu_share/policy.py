@@ -105,6 +105,12 @@ class TargetDistribution:
         return table
 
     @cached_property
+    def whole_placement(self) -> GpuSums:
+        """How a node's GpuSums change per whole GPU a pod takes (the sums of 0 free minus those of 1000)."""
+        whole = np.array([[GPU_MILLI]], dtype=np.int64)
+        return gpu_sums(whole * 0, self).plus(gpu_sums(whole, self), -1.0)
+
+    @cached_property
     def reserved(self) -> BoolArray:
         """Per model: does some model-constrained GPU shape accept it (those GPUs are not interchangeable)."""
         constrained = ~self.allowed.all(axis=1) & (self.gpu_milli > 0)
@@ -380,9 +386,7 @@ def placement_sums(gpu_free: IntArray, pod: GpuPod, target: TargetDistribution) 
         slot = np.argmin(np.where(gpu_free >= pod.gpu_milli, gpu_free, np.iinfo(np.int64).max), axis=1)
         old = gpu_free[np.arange(len(gpu_free)), slot][:, None]
         return gpu_sums(old - pod.gpu_milli, target).plus(gpu_sums(old, target), -1.0)
-    # a whole-GPU pod empties completely free GPUs: per GPU taken, the sums of 0 minus those of 1000
-    whole = np.array([[GPU_MILLI]], dtype=np.int64)
-    return gpu_sums(whole * 0, target).plus(gpu_sums(whole, target), -1.0)
+    return target.whole_placement  # a whole-GPU pod empties completely free GPUs
 
 
 STRANDING_RESOLUTION = 80.0  # milli-GPU: smaller differences in stranding are ties, left to the node order
