@@ -210,4 +210,5 @@ def test_composite_tree_binds_nothing_until_its_root_is_satisfied(
         st.create("nodes", node(n, cpu="2"))
     assert st.wait_for(lambda: len(st.bindings) == 4)
     scheduled = [("PodGroupInitiallyScheduled", "True", "Scheduled")]
-    assert st.wait_for(lambda: conditions(st, "prefill") == scheduled and conditions(st, "decode") == scheduled)
+    ok = st.wait_for(lambda: conditions(st, "prefill") == scheduled and conditions(st, "decode") == scheduled)
+    assert ok, (conditions(st, "prefill"), conditions(st, "decode"))
