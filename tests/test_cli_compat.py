@@ -202,15 +202,16 @@ def test_flag_overrides_the_config_and_both_reach_the_engine(tmp_path: Path) -> 
 
 def test_generic_workload_off_ignores_pod_groups(tmp_path: Path) -> None:
     """GenericWorkload off: PodGroups do not exist for the scheduler (and with it the gang, TAS and WAP gates):
-    the members are scheduled pod by pod, small first onto the emptier gpu-8, and no PodGroup cycle runs."""
+    the members are scheduled pod by pod in PrioritySort order, big (older) onto gpu-8, then small onto gpu-4, where
+    v1.36's gang cycle, small first, fails; and no PodGroup cycle runs."""
     snapshot = _snapshot(tmp_path, "gang-heterogeneous-largest-first.yaml")
     doc = schedule_json("-f", snapshot, "--compat", "v1.36", "--feature-gates", "GenericWorkload=false")
     assert doc["mode"]["featureGates"] == {
         "DRADeviceTaintRules": True
     }  # the profile's one gate that is not a workload's
     pods = _pods(doc)
-    assert (pods["small"]["phase"], pods["small"]["node"]) == ("Scheduled", "gpu-8")
-    assert pods["big"]["phase"] == "Unschedulable" and "Insufficient nvidia.com/gpu" in pods["big"]["message"]
+    assert (pods["big"]["phase"], pods["big"]["node"]) == ("Scheduled", "gpu-8")
+    assert (pods["small"]["phase"], pods["small"]["node"]) == ("Scheduled", "gpu-4")
     assert doc["podGroups"][0]["condition"] is None
 
 

@@ -33,7 +33,7 @@ from typing import Any
 import msgspec
 from kube_api import Api, path_of
 
-from phalanx.api.scheduling_convert import decode
+from phalanx.api.scheduling_convert import decode, pod_group_to_v1alpha2, workload_to_v1alpha2
 from phalanx.testenv import RequestError
 
 __all__ = ["HOLD", "RELEASES", "Loaded", "NotLoadable", "Release", "load", "read_back", "release_of", "reset"]
@@ -96,13 +96,18 @@ class Release:
         if obj.get("apiVersion") == want:
             return obj
         try:
-            internal = msgspec.to_builtins(decode(obj))
+            internal = decode(obj)
         except (KeyError, msgspec.ValidationError) as exc:
             raise NotLoadable(f"{kind} {_key(obj)}: cannot be converted to {want}: {exc}") from None
-        for cond in (internal.get("status") or {}).get("conditions") or []:
+        if want == _V1ALPHA2:  # v1.36: what v1alpha2 cannot say (a parent, preemptionPolicy) is lost, as in serve
+            to_v1alpha2 = pod_group_to_v1alpha2 if kind == "PodGroup" else workload_to_v1alpha2
+            out: dict[str, Any] = msgspec.to_builtins(to_v1alpha2(internal))  # type: ignore[arg-type]
+        else:
+            out = msgspec.to_builtins(internal)
+        for cond in (out.get("status") or {}).get("conditions") or []:
             if cond.get("type") == "PodGroupScheduled":
                 cond["type"] = self.condition
-        return {"apiVersion": want, "kind": kind, **internal}
+        return {**out, "apiVersion": want, "kind": kind}
 
 
 _V1ALPHA2 = "scheduling.k8s.io/v1alpha2"

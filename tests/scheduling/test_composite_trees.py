@@ -274,3 +274,19 @@ def test_a_tree_binds_only_below_a_satisfied_root_and_each_bound_group_is_satisf
     for c in s.composite_statuses():
         if _satisfied(s, "CompositePodGroup", c.key):
             assert c.satisfied >= (c.min_group_count or 1)
+
+
+@pytest.mark.parametrize("compat", [None, "v1.37"], ids=["phalanx", "v1.37"])
+def test_a_tree_that_failed_for_capacity_schedules_once_a_pod_is_deleted(compat: str | None) -> None:
+    # One block of two one-slot racks, one slot taken by a blocker. The tree needs both racks: the first child
+    # fits, the second is never placed, so the tree fails. Deleting the blocker must bring every member back,
+    # also those of the child that was never tried (they were rejected by GangScheduling alone before).
+    nodes = [make_node(f"r{i}").labels(block="b", rack=f"r{i}").allocatable(cpu="1").obj() for i in (1, 2)]
+    blocker = make_pod("blocker").requests(cpu="1").node("r2").obj()
+    composites = [cpg("root", 2, **rack("block"))]
+    groups = [pg("x", 1, "root", **rack("rack")), pg("y", 1, "root", **rack("rack"))]
+    s, log = engine(nodes, groups, composites, [blocker, *members("x", 1), *members("y", 1)], compat=compat)
+    assert phases(log)["x-0"] == phases(log)["y-0"] == "Unschedulable"
+    s.delete_pod("default/blocker")
+    s.run()
+    assert phases(log)["x-0"] == phases(log)["y-0"] == "Scheduled"

@@ -71,3 +71,53 @@ def test_min_count_decrease_releases_members_gated_on_it() -> None:
     assert s.run() == 0  # gated: 2 of 4 pods exist
     s.add_pod_group(make_group("g", 2))
     assert s.run() == 2
+
+
+def test_a_gang_member_completing_min_count_enters_the_queue_first() -> None:
+    """GangScheduling's PreEnqueue holds the first minCount - 1 members; the member that completes the quorum enters
+    the active queue first and releases the others. A snapshot's load ranks them as their live arrival does, and
+    the PodGroup cycle orders members by that rank (kube's InitialAttemptTimestamp)."""
+    names = ["g-0", "g-1", "g-2", "g-3"]  # minCount 3: g-2 completes it, g-3 arrives after
+    pods = [
+        make_pod(n).requests(cpu="1").group("g").created(f"2026-01-01T10:00:0{i}Z").obj() for i, n in enumerate(names)
+    ]
+    live = Scheduler()
+    live.load([make_node("n").allocatable(cpu="8").obj()], [], [make_group("g", 3)])
+    for pod in pods:
+        live.add_pod(pod)
+    loaded = Scheduler()
+    loaded.load([make_node("n").allocatable(cpu="8").obj()], list(reversed(pods)), [make_group("g", 3)])
+    for s in (live, loaded):
+        assert sorted(names, key=lambda n: s.queue.entered(f"default/{n}")) == ["g-2", "g-0", "g-1", "g-3"]
+
+
+def test_a_nominated_pod_keeps_its_room_from_an_older_pod_of_its_priority() -> None:
+    """kube-scheduler keeps a nominated node's room for its preemptor against pods of its priority or lower. Here
+    victims go at once, so the preemptor goes back to the queue ahead of the older pod of its priority that the
+    victim's deletion woke too (that pod does not preempt: preemptionPolicy Never)."""
+    s = Scheduler()
+    victim = make_pod("victim").requests(cpu="4").priority(1).node("n").obj()
+    older = make_pod("older").requests(cpu="4").priority(10).created("2026-01-01T10:00:00Z").obj()
+    older.spec.preemption_policy = "Never"
+    preemptor = make_pod("preemptor").requests(cpu="4").priority(10).created("2026-01-01T10:01:00Z").obj()
+    s.load([make_node("n").allocatable(cpu="4").obj()], [victim, older, preemptor])
+    s.run()
+    out = s.recorder.outcomes
+    assert (out["default/preemptor"].phase, out["default/preemptor"].node) == ("Scheduled", "n")
+    assert out["default/older"].phase == "Unschedulable" and out["default/victim"].phase == "Evicted"
+
+
+def test_an_updated_pending_pod_keeps_its_entry_rank() -> None:
+    """A status patch coming back through a watch replaces the pod in the engine; like kube's
+    InitialAttemptTimestamp, its first entry into the active queue still counts (a recreated pod starts over)."""
+    s = Scheduler()
+    s.load([make_node("n").allocatable(cpu="1").obj()], [], [make_group("g", 2)])
+    s.add_pod(make_pod("g-0").requests(cpu="1").group("g").obj())
+    quorum = make_pod("g-1").requests(cpu="1").group("g").obj()
+    s.add_pod(quorum)  # completes minCount: enters first
+    assert s.queue.entered("default/g-1") < s.queue.entered("default/g-0")
+    s.update_pod(quorum)
+    assert s.queue.entered("default/g-1") < s.queue.entered("default/g-0")
+    s.delete_pod("default/g-1")
+    s.add_pod(make_pod("g-1").requests(cpu="1").group("g").obj())
+    assert s.queue.entered("default/g-1") > s.queue.entered("default/g-0")

@@ -86,6 +86,14 @@ class CycleContext(Protocol):
         """Pull the queued pods ``keys`` out of the queue (a PodGroup cycle takes its members)."""
         ...
 
+    def entered(self, key: str) -> int:
+        """The rank of the pod's first entry into the active queue (kube's InitialAttemptTimestamp)."""
+        ...
+
+    def back_off(self, keys: Iterable[str]) -> None:
+        """Retry these rejected pods once the active queue is empty (v1.36's backoff for PodGroup members)."""
+        ...
+
     def reserve(self, pi: PodInfo, row: int, candidates: tuple[int, ...] = (), rules: tuple[str, ...] = ()) -> Status:
         """Assume the pod on ``row`` and reserve its claims there; on failure nothing is left assumed.
         ``candidates``: the rows kube-scheduler could have chosen instead, ``rules`` the beyond-v1.36 rules that

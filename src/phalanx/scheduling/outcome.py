@@ -61,6 +61,15 @@ MSG_MIXED_SCHEDULER_TREE = (
 )
 MSG_NONE_SCHEDULABLE = "no pods were schedulable"
 MSG_MIXED_SCHEDULER = 'all pods in a single pod group should have the same .spec.schedulerName set, got: "{}" and "{}"'
+# v1.37's validatePodGroup (schedule_one_podgroup.go): the pod's value, then the group's (or the first member's).
+MSG_MIXED_PRIORITY = (
+    "all pods in a single pod group should have the same priority as the pod group's priority, got {} and {}"
+)
+MSG_MIXED_PREEMPTION_POLICY = "all pods in a single pod group should have the same preemption policy, got {} and {}"
+MSG_GROUP_PREEMPTION_POLICY = (
+    "all pods in a single pod group should have the same preemption policy as the pod group's preemption policy, "
+    "got {} and {}"
+)
 MSG_GATED = "Scheduling is blocked due to non-empty scheduling gates"
 
 

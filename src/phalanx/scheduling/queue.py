@@ -2,13 +2,23 @@
 that cluster events move back to the active queue (queueing hints).
 
 Pods, not groups, are queued, as in v1.36: when a PodGroup member is popped, the cycle pulls its other queued
-members out with ``take``. Which events release which pods comes from the plugins (``PluginSpec.events``), passed
+members out with ``take``, and orders them by when each first entered the active queue (``entered``, kube's
+InitialAttemptTimestamp). Which events release which pods comes from the plugins (``PluginSpec.events``), passed
 in by the engine.
+
+Members a successful PodGroup cycle left unplaced are retried once the active queue is empty (``back_off``): v1.36
+requeues every failed PodGroup member through its backoff queue (no queueing hints at group level yet), so their
+next cycle comes after the pods already queued, whatever event they wait for.
+
+A pod that preempted waits nominated to a node; kube-scheduler keeps that node's room for it against pods of its
+priority or lower. Victims go at once here, so the queue gives a nominated pod the same effect: it goes back ahead
+of every pod of its own priority (higher-priority pods, which ignore the nomination, still go first).
 """
 
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
@@ -26,8 +36,9 @@ class _Entry:
 
 
 class SchedulingQueue:
-    """Active heap ordered by (priority desc, creation asc, key); gated and unschedulable pods wait aside,
-    indexed by the events that can release them, so an event costs only the pods it may help."""
+    """Active heap ordered by (priority desc, creation asc, key), nominated pods first within their priority; gated
+    and unschedulable pods wait aside, indexed by the events that can release them, so an event costs only the pods
+    it may help."""
 
     def __init__(
         self,
@@ -46,6 +57,10 @@ class SchedulingQueue:
         self.unschedulable: dict[str, _Entry] = {}
         self._by_event: dict[ClusterEvent, set[str]] = {}
         self._gang_by_group: dict[str | None, set[str]] = {}
+        self._entered: dict[str, int] = {}  # pod key -> rank of its first entry into the active queue
+        self._entries = 0
+        self._nominated: set[str] = set()  # pods waiting for their preemption's victims
+        self._backoff: dict[str, PodInfo] = {}  # retried once the active queue is empty
 
     def __len__(self) -> int:
         return len(self._active)
@@ -60,15 +75,45 @@ class SchedulingQueue:
             index.setdefault(pi.group_key, set()).add(pi.key)
             return
         self._active[pi.key] = pi
-        heapq.heappush(self._heap, (pi.sort_key(), pi.key))
+        if pi.key not in self._entered:
+            self._entered[pi.key] = self._entries
+            self._entries += 1
+        order = pi.sort_key()
+        if pi.key in self._nominated:
+            order = (order[0], -math.inf, order[2])
+        heapq.heappush(self._heap, (order, pi.key))
+
+    def entered(self, key: str) -> int:
+        """The rank of the pod's first entry into the active queue (kube's InitialAttemptTimestamp; later
+        requeues keep it); a pod that never entered ranks after every one that did."""
+        return self._entered.get(key, self._entries)
+
+    def forget(self, key: str) -> None:
+        """The pod is gone for good (deleted, not requeued): drop what the queue remembers of it."""
+        self.remove(key)
+        self._entered.pop(key, None)
+        self._nominated.discard(key)
 
     def pop(self) -> PodInfo | None:
-        while self._heap:
-            _, key = heapq.heappop(self._heap)
-            pi = self._active.pop(key, None)
-            if pi is not None:
-                return pi
-        return None
+        while True:
+            while self._heap:
+                _, key = heapq.heappop(self._heap)
+                pi = self._active.pop(key, None)
+                if pi is not None:
+                    return pi
+            if not self._backoff:
+                return None
+            waiting, self._backoff = self._backoff, {}
+            for key in sorted(waiting):
+                self.add(waiting[key])
+
+    def back_off(self, keys: Iterable[str]) -> None:
+        """Retry these unschedulable pods once the active queue is empty, whatever they wait for."""
+        for key in keys:
+            entry = self.unschedulable.get(key)
+            if entry is not None:
+                self.remove(key)
+                self._backoff[key] = entry.pi
 
     def take(self, keys: Iterable[str]) -> list[PodInfo]:
         """Pull specific pods out of the queue (``PopSpecificPod``): active or unschedulable, so a PodGroup
@@ -76,7 +121,7 @@ class SchedulingQueue:
         member woken by an event would retry alone and strand the rest of its gang (spec §8.13)."""
         out = []
         for key in keys:
-            pi = self._active.pop(key, None)
+            pi = self._active.pop(key, None) or self._backoff.pop(key, None)
             if pi is None and key in self.unschedulable:
                 pi = self.unschedulable[key].pi
                 self.remove(key)
@@ -86,6 +131,7 @@ class SchedulingQueue:
 
     def remove(self, key: str) -> None:
         self._active.pop(key, None)
+        self._backoff.pop(key, None)
         gated = self.gated.pop(key, None)
         if gated is not None:
             self._gated_by_group.get(gated[0].group_key, set()).discard(key)
@@ -108,8 +154,13 @@ class SchedulingQueue:
         probe, before = self.gated[next(iter(members))]
         return self._pre_enqueue(probe) != before
 
-    def mark_unschedulable(self, pi: PodInfo, rejected_by: Iterable[str]) -> None:
+    def mark_unschedulable(self, pi: PodInfo, rejected_by: Iterable[str], nominated: bool = False) -> None:
+        """The pod's attempt failed; ``nominated``: it waits for its preemption's victims to go."""
         self.remove(pi.key)
+        if nominated:
+            self._nominated.add(pi.key)
+        else:
+            self._nominated.discard(pi.key)
         entry = self.unschedulable[pi.key] = _Entry(pi, frozenset(rejected_by))
         for plugin in entry.rejected_by:
             if plugin in self._group_scoped:

@@ -95,6 +95,7 @@ class Scheduler:
         enabled = config.compat != "v1.36" and self._gates.composite_pod_group  # and the gate (v1.37)
         self._trees = CompositeGroups(self._groups, enabled=enabled)
         self._groups.tree_units = self._trees
+        self._groups.check_member_priority = config.compat != "v1.36"
         self.pods: dict[str, PodInfo] = {}
         self.bound_elsewhere: set[str] = set()  # pods bound to nodes missing from the snapshot
         self.queue = SchedulingQueue(self._pre_enqueue, EVENT_HINTS, GROUP_SCOPED)
@@ -160,6 +161,12 @@ class Scheduler:
     def take(self, keys: Iterable[str]) -> list[PodInfo]:
         return self.queue.take(keys)
 
+    def entered(self, key: str) -> int:
+        return self.queue.entered(key)
+
+    def back_off(self, keys: Iterable[str]) -> None:
+        self.queue.back_off(keys)
+
     def on_event(self, event: ClusterEvent) -> None:
         self.queue.on_event(event)
 
@@ -197,8 +204,32 @@ class Scheduler:
             infos = [self._info(p) for p in pods]
             for pi in infos:
                 self._register(pi)
-            for pi in infos:
+            for pi in self._arrival_order(infos):
                 self._admit(pi)
+
+    def _arrival_order(self, infos: list[PodInfo]) -> list[PodInfo]:
+        """The snapshot's pods in the order kube-scheduler's queue would take them in, had they arrived one by one
+        by creation (then name): GangScheduling's PreEnqueue holds a gang's members until minCount of them exist,
+        so the member that completes the quorum enters first and the held ones follow it. The order in which
+        pending pods first enter the active queue orders a PodGroup cycle's members (``entered``)."""
+        out: list[PodInfo] = []
+        held: dict[str, list[PodInfo]] = {}
+        arrived: dict[str, int] = {}
+        for pi in sorted(infos, key=lambda p: (p.created, p.key)):
+            group = self._groups.get(pi.group_key)
+            if group is None or group.min_count is None or not self._groups.gang_enabled_for(pi):
+                out.append(pi)
+                continue
+            if pi.pod.status.phase not in _TERMINAL:
+                arrived[group.key] = arrived.get(group.key, 0) + 1
+            if arrived.get(group.key, 0) < group.min_count and not pi.pod.spec.node_name:
+                held.setdefault(group.key, []).append(pi)
+                continue
+            out.append(pi)
+            out.extend(held.pop(group.key, ()))
+        for waiting in held.values():
+            out.extend(waiting)  # short of minCount: they stay gated
+        return out
 
     def _info(self, pod: Pod) -> PodInfo:
         """The pod as admission leaves it (RuntimeClass, priority), with its scheduling facts computed once."""
@@ -247,12 +278,16 @@ class Scheduler:
             self.queue.on_event(ClusterEvent.POD_ADD, key)
         return pi
 
-    def delete_pod(self, key: str) -> None:
-        """A pod is gone (deleted, completed or evicted): free its node and retry pods that may now fit."""
+    def delete_pod(self, key: str, replaced: bool = False) -> None:
+        """A pod is gone (deleted, completed or evicted): free its node and retry pods that may now fit.
+        ``replaced``: a new version of it follows, which keeps its place in the queue's entry order."""
         pi = self.pods.pop(key, None)
         if pi is None:
             return
-        self.queue.remove(key)
+        if replaced:
+            self.queue.remove(key)
+        else:
+            self.queue.forget(key)
         self.recorder.forgotten(key)
         self.bound_elsewhere.discard(key)
         self._groups.discard_member(pi)
@@ -272,7 +307,7 @@ class Scheduler:
                 self.state.bind(current)
                 current.pod = pod
                 return current
-        self.delete_pod(key)
+        self.delete_pod(key, replaced=True)
         return self.add_pod(pod)
 
     def add_resource_claim(self, claim: ResourceClaim, generated_from: str | None = None) -> None:
@@ -468,7 +503,7 @@ class Scheduler:
         self.recorder.bound(pi.key, node)
 
     def reject(self, pi: PodInfo, rejection: Rejection, nominated: str | None = None) -> None:
-        self.queue.mark_unschedulable(pi, rejection.plugins)
+        self.queue.mark_unschedulable(pi, rejection.plugins, nominated is not None)
         self.recorder.unschedulable(pi.key, rejection)
         if nominated is not None:
             self.recorder.nominated(pi.key, nominated)

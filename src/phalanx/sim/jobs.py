@@ -32,6 +32,7 @@ from phalanx.api.models import (
 from phalanx.controllers.job import reconcile_job
 from phalanx.sim.cluster_spec import GPU
 from phalanx.sim.device_claims import GpuClaim, claim_template, pod_claims
+from phalanx.sim.tree_jobs import TreeRecord
 
 __all__ = [
     "GPU",
@@ -68,6 +69,7 @@ class JobRecord:
     backoff_limit: int = 6  # the Job's spec.backoffLimit: pod failures tolerated before the job fails
     claim: GpuClaim | None = None  # the pod's ``gpus`` come from a ResourceClaimTemplate instead of nvidia.com/gpu
     queue: str = ""  # the trace's queue or virtual cluster (public traces); shown in the report, not scheduled on
+    tree: TreeRecord | None = None  # a CompositePodGroup job (sim.tree_jobs): ``pods`` and ``gpus`` are its groups'
 
     @property
     def gang(self) -> int:

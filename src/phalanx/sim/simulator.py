@@ -36,7 +36,8 @@ from phalanx.scheduling.scheduler import Scheduler
 from phalanx.sim.devices import ClusterDevices
 from phalanx.sim.elastic import MinCountChange, MinCountEvent
 from phalanx.sim.faults import NodeEvent, NodeFailures
-from phalanx.sim.jobs import GPU, NAMESPACE, batch_job, claim_template_of, job_objects, tolerations_for
+from phalanx.sim.jobs import GPU, NAMESPACE, batch_job, claim_template_of, job_name, job_objects, tolerations_for
+from phalanx.sim.tree_jobs import tree_objects, tree_satisfied
 from phalanx.sim.workload import BLOCK, HOSTNAME, RACK, JobRecord
 
 __all__ = ["CAUSES", "POLICIES", "JobRun", "Observer", "Policy", "Sample", "SimulationResult", "policy_of", "simulate"]
@@ -119,6 +120,8 @@ class JobRun:
     failed: float | None = None  # when the job failed for good (BackoffLimitExceeded)
     restarts_by: Counter[str] = field(default_factory=Counter)  # cause -> restarts
     lost_by: dict[str, float] = field(default_factory=lambda: dict.fromkeys(CAUSES, 0.0))  # cause -> GPU-seconds
+    composite: str | None = None  # a tree job's root CompositePodGroup key (its PodGroups: ``tree_groups``)
+    tree_groups: list[str] = field(default_factory=list)
     queued_since: float = 0.0  # when the current attempt was submitted
     min_count_changes: list[MinCountChange] = field(default_factory=list)  # the trace's jobEvents, as applied
 
@@ -299,8 +302,13 @@ class _Simulation:
         node_of = self.sched.node_of
         for i in sorted(self.waiting):
             run = self.runs[i]
-            needed = min(run.job.gang, len(run.pods)) if run.elastic else len(run.pods)
-            if sum(1 for k in run.pods if node_of(k) is not None) >= needed:
+            tree = run.job.tree
+            if tree:
+                ready = tree_satisfied(tree, run.pods, node_of)
+            else:
+                needed = min(run.job.gang, len(run.pods)) if run.elastic else len(run.pods)
+                ready = sum(1 for k in run.pods if node_of(k) is not None) >= needed
+            if ready:
                 run.start = now
                 self.waiting.discard(i)
                 for change in run.min_count_changes:
@@ -324,6 +332,8 @@ class _Simulation:
     def _submit(self, i: int, now: float) -> list[str]:
         run = self.runs[i]
         run.queued_since = now
+        if run.job.tree is not None:
+            return self._submit_tree(i)
         gang = self.policy.gang
         group, pods = job_objects(run.job, run.restarts, gang, self.policy.topology, self.tolerations)
         run.group = None
@@ -331,6 +341,26 @@ class _Simulation:
             self.sched.add_pod_group(group)
             run.group = f"{NAMESPACE}/{group.metadata.name}"
         self._generate_claims(run, pods, group)
+        keys = [self.sched.add_pod(pod).key for pod in pods]
+        self.owner.update((k, i) for k in keys)
+        self.waiting.add(i)
+        return keys
+
+    def _submit_tree(self, i: int) -> list[str]:
+        """A tree job's CompositePodGroup, then its PodGroups, then its pods (the order a snapshot loads them)."""
+        run, job = self.runs[i], self.runs[i].job
+        assert job.tree is not None
+        name = job_name(job, run.restarts)
+        root, groups, pods = tree_objects(
+            name, job.tree, job.priority, self.policy.gang, self.policy.topology, self.tolerations, job.submit
+        )
+        run.group, run.composite, run.tree_groups = None, None, []
+        if root is not None:
+            self.sched.add_composite_pod_group(root)
+            run.composite = f"{NAMESPACE}/{name}"
+        for group in groups:
+            self.sched.add_pod_group(group)
+            run.tree_groups.append(f"{NAMESPACE}/{group.metadata.name}")
         keys = [self.sched.add_pod(pod).key for pod in pods]
         self.owner.update((k, i) for k in keys)
         self.waiting.add(i)
@@ -367,6 +397,10 @@ class _Simulation:
         self._delete_pods(run)
         if run.group:
             self.sched.delete_pod_group(run.group)
+        for key in run.tree_groups:
+            self.sched.delete_pod_group(key)
+        if run.composite:
+            self.sched.delete_composite_pod_group(run.composite)
         run.start = None
 
     def _restart(self, i: int, now: float, cause: str) -> None:
@@ -397,7 +431,7 @@ class _Simulation:
         old = run.job.gang
         run.job = replace(run.job, min_count=min_count)
         run.min_count_changes.append(MinCountChange(now, old, min_count, now - run.queued_since if waiting else None))
-        if waiting and run.group is not None:
+        if waiting and run.group is not None and run.job.tree is None:
             group, _ = job_objects(run.job, run.restarts, self.policy.gang, self.policy.topology, self.tolerations)
             if group is not None:
                 self.sched.add_pod_group(group)

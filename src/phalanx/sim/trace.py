@@ -32,6 +32,7 @@ from phalanx.sim.elastic import MinCountEvent, parse_job_events
 from phalanx.sim.faults import NodeEvent, parse_node_events
 from phalanx.sim.inputs import INT32_MAX, REQUIRED, Fields, yaml_lines
 from phalanx.sim.jobs import GPU, JobRecord, batch_job, claim_template_of, trace_pod_group
+from phalanx.sim.tree_jobs import TREE_FIELDS, check_tree, parse_tree
 
 __all__ = ["COLUMNS", "load_trace", "load_workload"]
 
@@ -163,7 +164,7 @@ def _yaml_rows(raw: Any, fields: Fields) -> Iterator[_Row]:
         return
     for i, item in enumerate(items):
         if isinstance(item, dict):
-            fields.mapping(item, f"{prefix}[{i}]", COLUMNS)
+            fields.mapping(item, f"{prefix}[{i}]", (*COLUMNS, *TREE_FIELDS))  # a tree job: YAML only
             yield _Row(item, f"{prefix}[{i}].", None)
         else:
             fields.mapping(item, f"{prefix}[{i}]", COLUMNS)  # the error
@@ -173,6 +174,8 @@ def _yaml_rows(raw: Any, fields: Fields) -> Iterator[_Row]:
 
 
 def _job(row: _Row, index: int, fields: Fields) -> JobRecord:
+    if "groups" in row.values:
+        return _tree_job(row, index, fields)
     v, line, before = row.values, row.line, len(fields.problems)
     pods = fields.integer(v.get("pods"), row.at("pods"), REQUIRED, low=1, high=MAX_INDEXED_PARALLELISM, line=line)
     job = JobRecord(
@@ -197,6 +200,34 @@ def _job(row: _Row, index: int, fields: Fields) -> JobRecord:
     if len(fields.problems) == before:  # the objects of a row with bad fields would only repeat its problems
         for column, message in _object_problems(job):
             fields.add(FieldError(row.at(column) if column else row.prefix.rstrip("."), message), line)
+    return job
+
+
+def _tree_job(row: _Row, index: int, fields: Fields) -> JobRecord:
+    """A job with ``groups``: a CompositePodGroup tree (``sim.tree_jobs``); its pods are its groups'."""
+    v, before = row.values, len(fields.problems)
+    cpu = fields.text(v.get("cpu"), row.at("cpu"), "1")
+    memory = fields.text(v.get("memory"), row.at("memory"), "4Gi")
+    gpus = fields.integer(v.get("gpus"), row.at("gpus"), 0, high=INT32_MAX)
+    topology = fields.text(v.get("topology"), row.at("topology"), "")
+    tree = parse_tree(v, row.prefix, fields, (cpu, memory, gpus), topology)
+    job = JobRecord(
+        name=fields.text(v.get("name"), row.at("name"), f"job-{index}"),
+        submit=fields.number(v.get("submit"), row.at("submit"), REQUIRED),
+        duration=fields.number(v.get("duration"), row.at("duration"), REQUIRED),
+        pods=sum(g.pods for g in tree.groups) or 1,
+        cpu=cpu,
+        memory=memory,
+        gpus=tree.groups[0].gpus if tree.groups else gpus,
+        priority=fields.integer(v.get("priority"), row.at("priority"), 0, low=-INT32_MAX - 1),
+        failure_probability=fields.number(v.get("failureProbability"), row.at("failureProbability"), 0.0, high=1.0),
+        backoff_limit=fields.integer(v.get("backoffLimit"), row.at("backoffLimit"), 6),
+        tree=tree,
+    )
+    if len(fields.problems) == before:
+        for err in _name_problems(job.name):
+            fields.add(FieldError(row.at("name"), err.message))
+        check_tree(job.name, tree, job.priority, row.prefix, fields)
     return job
 
 

@@ -56,6 +56,7 @@ from phalanx.scheduling.cycle.placement import bound_member_rows
 from phalanx.scheduling.cycle.pod import rejection_of
 from phalanx.scheduling.plugins.default_preemption import NAME as DEFAULT_PREEMPTION
 from phalanx.scheduling.plugins.gang_scheduling import NAME as GANG
+from phalanx.scheduling.plugins.topology_placement_generator import NAME as TOPOLOGY
 from phalanx.scheduling.preemption.workload import group_preemption_policy_never, select_group_victims, victim_units
 from phalanx.scheduling.profile import Profile
 from phalanx.scheduling.recorder import Rejection
@@ -504,7 +505,7 @@ def _submit(t: _Tree, root: _Run) -> None:
         placed = {pi.key for pi, _ in run.placed} if run is not None else set()
         for pi, _ in run.placed if run is not None else []:
             ctx.bind(pi)
-        _reject_rest(t, node, placed, _message(t, node, root, messages))
+        _reject_rest(t, node, placed, _message(t, node, root, messages), root.ok)
         if run is not None:
             _condition(ctx, node.kind, node.key, "True", o.REASON_SCHEDULED, "")
         else:
@@ -514,9 +515,15 @@ def _submit(t: _Tree, root: _Run) -> None:
         ctx.changed_by(RULE, keys)
 
 
-def _reject_rest(t: _Tree, node: TreeNode, placed: set[str], message: str) -> None:
+def _reject_rest(t: _Tree, node: TreeNode, placed: set[str], message: str, root_ok: bool = True) -> None:
     own = {pi.key: attempt for pi, attempt in t.failures.get(node.key, [])}
-    waiting = Rejection(o.REASON_UNSCHEDULABLE, message, frozenset({GANG}))
+    plugins = {GANG}
+    if not root_ok:
+        # The tree failed for capacity somewhere: members that were never tried (or fitted under a failed parent)
+        # must come back when capacity does (a pod deleted, a node added), not only when their group grows.
+        plugins.add(TOPOLOGY)
+        plugins.update(p for runs in t.failures.values() for _, a in runs for p in rejection_of(a).plugins)
+    waiting = Rejection(o.REASON_UNSCHEDULABLE, message, frozenset(plugins))
     for pi in t.members[node.key]:
         if pi.key in placed:
             continue

@@ -1,16 +1,18 @@
 """The PodGroup cycle driver (``podGroupCycle``, spec §2.4 and §3.3): one cycle for the group of a popped member.
 
 Algorithm:
-  1. Collect the group's queued members, sort them by priority then creation, reject mixed schedulerNames.
+  1. Collect the group's queued members, sort them by priority then by when each first entered the active queue
+     (the member that completed a gang's quorum first), reject mixed schedulerNames.
   2. Topology (``cycle/placement.py``): without a topology intent the whole cluster is the one placement;
      otherwise each candidate domain is evaluated and one is chosen, and the cycle runs on that domain's nodes.
   3. The group algorithm (``cycle/members.py``) places members one by one on one cluster state; GangScheduling's
      Permit succeeds once bound + placed members reach minCount (basic: once any member is placed); every member
      is still tried, so members beyond minCount are placed too. Success binds every placed member; failure
      forgets every assumption, so a gang holds nothing.
-  4. Members left unplaced may preempt (``cycle/group_preemption.py``): the whole group when it placed nothing
-     (v1.36), and, for a group that succeeded with members left over (a basic group that partly fits, a gang
-     beyond minCount), those members, as v1.36's next cycle of them would (it places none, so WAP runs).
+  4. A cycle that placed nothing may preempt (``cycle/group_preemption.py``), as v1.36 runs workload-aware
+     preemption only for an Unschedulable result. Members a successful cycle left over (a basic group that partly
+     fits, a gang beyond minCount) go back to the queue; their own next cycle places none of them, so it preempts,
+     in its turn behind the pods queued before it.
 
 A tree of groups (CompositePodGroup) can run steps 2-4 per child with the same context.
 """
@@ -32,6 +34,7 @@ from phalanx.scheduling.cycle.members import (
     submit,
 )
 from phalanx.scheduling.cycle.placement import placement_algorithm
+from phalanx.scheduling.cycle.validation import member_mismatch
 from phalanx.scheduling.groups import GroupInfo
 from phalanx.scheduling.profile import Profile
 from phalanx.scheduling.recorder import Rejection
@@ -44,15 +47,16 @@ def schedule_pod_group(ctx: CycleContext, first: PodInfo, group: GroupInfo) -> N
     start = time.perf_counter()
     members = [first, *ctx.take(sorted(ctx.groups.members_of(group.key) - {first.key}))]
     members = [pi for pi in members if pi.pod.metadata.deletion_timestamp is None]
-    members.sort(key=PodInfo.sort_key)
-    first_name = members[0].pod.spec.scheduler_name
-    other = next((pi.pod.spec.scheduler_name for pi in members if pi.pod.spec.scheduler_name != first_name), None)
-    if other is not None:
-        # frameworkForPodGroup: the first mismatching name, then the first member's; the pods fail before any
-        # cycle runs, so the PodGroup condition is left as it is.
-        message = o.MSG_MIXED_SCHEDULER.format(other, first_name)
+    # podGroupInfoForPod: by priority, then by when each member first entered the active queue.
+    members.sort(key=lambda pi: (-pi.priority, ctx.entered(pi.key)))
+    mismatch = member_mismatch(ctx, group, members)
+    if mismatch is not None:
+        # The pods fail before any cycle runs (frameworkForPodGroup in v1.36; validatePodGroup in v1.37, which
+        # also writes the condition for a priority or preemption policy mismatch).
         for pi in members:
-            ctx.reject(pi, Rejection(o.REASON_SCHEDULER_ERROR, message))
+            ctx.reject(pi, Rejection(o.REASON_SCHEDULER_ERROR, mismatch.message))
+        if mismatch.sets_condition:
+            ctx.set_condition(group, "False", o.REASON_SCHEDULER_ERROR, mismatch.message)
         return
     profile = ctx.profile_for(members[0])
     cycle = GroupCycle(ctx, group, profile, members, _quorum(ctx, group, profile), bound_members(ctx, group))
@@ -72,16 +76,15 @@ def schedule_pod_group(ctx: CycleContext, first: PodInfo, group: GroupInfo) -> N
             ctx.changed_by("topology_annotations", cycle.keys())
     left = [pi for pi in members if not ctx.is_bound(pi.key) and pi.key in rejections]
     failed = any(r.reason == o.REASON_SCHEDULER_ERROR for r in rejections.values())  # v1.36: no WAP after an error
-    if wap and left and not cycle.preempting and not failed:
+    # WAP runs only when the cycle placed nobody (v1.36's podGroupCycle: the result is Unschedulable).
+    if wap and left and len(left) == len(members) and not cycle.preempting and not failed:
         began = time.perf_counter()
-        if len(left) == len(members):
-            preempt_group(cycle, intent, rejections)
-        else:
-            # The group succeeded with members left over: WAP for them, as v1.36's next cycle of these members
-            # (which places none of them) runs it.
-            rest = GroupCycle(ctx, group, profile, left, cycle.quorum, bound_members(ctx, group))
-            preempt_group(rest, intent, rejections)
+        preempt_group(cycle, intent, rejections)
         ctx.stats.preemption_seconds.append(time.perf_counter() - began)
+    elif 0 < len(left) < len(members):
+        # Members a successful cycle left over: v1.36 requeues failed PodGroup members after backoff, so their
+        # next cycle (which places none of them, so it preempts) comes after the pods queued before them.
+        ctx.back_off([pi.key for pi in left])
     ctx.stats.cycle_seconds.append(time.perf_counter() - start)
 
 

@@ -1,0 +1,83 @@
+"""v1.37's PodGroup validation (phalanx's mode and --compat v1.37; not --compat v1.36): members must have their
+group's priority and one preemption policy; the first member that breaks it fails the whole group with
+SchedulerError before any cycle."""
+
+from __future__ import annotations
+
+from phalanx.api.models import Pod
+from phalanx.scheduling.config import SchedulerConfig, with_mode
+from phalanx.scheduling.scheduler import Scheduler
+
+from builders import make_group, make_node, make_pod
+
+_POLICY = "all pods in a single pod group should have the same preemption policy, got {} and {}"
+_GROUP_POLICY = (
+    "all pods in a single pod group should have the same preemption policy as the pod group's preemption policy, "
+    "got {} and {}"
+)
+
+
+def _member(name: str, policy: str | None = None, created: str = "2026-01-01T10:00:00Z") -> Pod:
+    pod = make_pod(name).requests(cpu="1").group("g").created(created).obj()
+    pod.spec.preemption_policy = policy
+    return pod
+
+
+def _run(pods: list[Pod], policy: str | None = None, compat: str | None = None, min_count: int | None = 2) -> Scheduler:
+    group = make_group("g", min_count)
+    assert group.spec is not None
+    group.spec.preemption_policy = policy
+    s = Scheduler(with_mode(SchedulerConfig(), compat))
+    s.load([make_node("n").allocatable(cpu="8").obj(), make_node("tiny").allocatable(cpu="1").obj()], pods, [group])
+    s.run()
+    return s
+
+
+def test_members_with_different_preemption_policies_fail_with_the_first_members_policy_named() -> None:
+    """PodGroupPreemptionPolicy off (as phalanx's profile has it): the first member's policy is the one the others
+    must match. g-1 completes minCount, so it is the first member."""
+    assert not with_mode(SchedulerConfig(), None).feature_gates.scheduling().pod_group_preemption_policy
+    s = _run([_member("g-0"), _member("g-1", "Never", "2026-01-01T10:01:00Z")])
+    message = _POLICY.format("PreemptLowerPriority", "Never")
+    for key in ("default/g-0", "default/g-1"):
+        out = s.recorder.outcomes[key]
+        assert (out.phase, out.reason, out.message) == ("Unschedulable", "SchedulerError", message)
+    condition = s.groups.conditions["default/g"]
+    assert (condition.status, condition.reason, condition.message) == ("False", "SchedulerError", message)
+
+
+def test_with_the_gate_on_the_pod_groups_policy_is_the_reference() -> None:
+    """PodGroupPreemptionPolicy on (as --compat v1.37 has it): the PodGroup's policy, PreemptLowerPriority if unset."""
+    assert with_mode(SchedulerConfig(), "v1.37").feature_gates.scheduling().pod_group_preemption_policy
+    s = _run([_member("g-0"), _member("g-1")], policy="Never", compat="v1.37")
+    assert s.recorder.outcomes["default/g-0"].message == _GROUP_POLICY.format("PreemptLowerPriority", "Never")
+    s = _run([_member("g-0"), _member("g-1", "Never", "2026-01-01T10:01:00Z")], compat="v1.37")
+    assert s.recorder.outcomes["default/g-0"].message == _GROUP_POLICY.format("Never", "PreemptLowerPriority")
+    s = _run([_member("g-0", "Never"), _member("g-1", "Never")], policy="Never", compat="v1.37")
+    assert {s.recorder.outcomes[k].phase for k in ("default/g-0", "default/g-1")} == {"Scheduled"}
+
+
+def test_a_bound_member_with_another_priority_fails_the_pending_ones() -> None:
+    """validateScheduledPods: the group's bound members are checked too."""
+    bound = make_pod("g-0").requests(cpu="1").group("g").priority(7).node("n").obj()
+    s = _run([bound, _member("g-1")])
+    out = s.recorder.outcomes["default/g-1"]
+    assert (out.phase, out.reason) == ("Unschedulable", "SchedulerError")
+    assert out.message.endswith("got 7 and 0")
+
+
+def test_v1_36_schedules_members_whatever_their_priorities_and_policies() -> None:
+    bound = make_pod("g-0").requests(cpu="1").group("g").priority(7).node("n").obj()
+    s = _run([bound, _member("g-1", "Never")], compat="v1.36")
+    assert s.recorder.outcomes["default/g-1"].phase == "Scheduled"
+
+
+def test_v1_36_places_members_by_priority_then_age() -> None:
+    """podGroupInfoForPod: the big node goes to the high-priority driver although worker is older (basic policy:
+    the group succeeds with one member)."""
+    worker = make_pod("worker").requests(cpu="8").group("g").created("2026-05-01T10:00:00Z").obj()
+    driver = make_pod("driver").requests(cpu="8").group("g").priority(1000).created("2026-05-01T10:05:00Z").obj()
+    s = _run([worker, driver], compat="v1.36", min_count=None)
+    out = s.recorder.outcomes
+    assert (out["default/driver"].phase, out["default/driver"].node) == ("Scheduled", "n")
+    assert out["default/worker"].phase == "Unschedulable"
