@@ -58,6 +58,74 @@ def test_gang_binds_nothing_until_all_fit_then_everything(cluster: Cluster, phal
     assert settled(c, "train", "True")
 
 
+def test_v137_gang_is_watched_in_v1beta1_and_a_min_count_decrease_schedules_it(
+    cluster: Cluster, phalanx: Serve
+) -> None:
+    """v1.37: the gang is a scheduling.k8s.io/v1beta1 PodGroup (v1alpha2 is gone), its condition is v1.37's
+    PodGroupInitiallyScheduled, and gang.minCount is mutable: lowering it lets the gang that did not fit bind."""
+    c = cluster
+    if not c.v137:
+        pytest.skip("v1.37: v1beta1 PodGroups and a mutable gang minCount")
+    for i in range(2):
+        c.node(f"{c.ns}-n{i}", cpu="1")
+    pg = c.pod_group("elastic", 3, disruptionMode={"all": {}})
+    assert pg["apiVersion"] == "scheduling.k8s.io/v1beta1"
+    gang = [f"e{i}" for i in range(3)]
+    for name in gang:
+        c.pod(name, group="elastic")
+    cond = wait_for("the gang to be found unschedulable", lambda: settled(c, "elastic", "False"))
+    assert (cond["type"], cond["reason"]) == ("PodGroupInitiallyScheduled", "Unschedulable")
+    assert c.bound(gang) == set()
+    patch = {"spec": {"schedulingPolicy": {"gang": {"minCount": 2}}}}
+    path = f"{c.scheduling}/namespaces/{c.ns}/podgroups/elastic"
+    changed = c.cp.request("PATCH", path, patch, "application/merge-patch+json")
+    wait_for("two members to bind", lambda: len(c.bound(gang)) == 2)
+    cond = wait_for("the gang's condition", lambda: settled(c, "elastic", "True"))
+    assert (cond["type"], cond["reason"]) == ("PodGroupInitiallyScheduled", "Scheduled")
+    # v1.37.2's PodGroup strategy sets no metadata.generation: observedGeneration is 0, omitted, as kube-scheduler's.
+    assert cond.get("observedGeneration", 0) == changed["metadata"].get("generation", 0)
+    assert not any(x["type"] == "PodGroupScheduled" for x in c.group("elastic")["status"]["conditions"])
+    log = phalanx.log.read_text()
+    assert "podgroups: watching scheduling.k8s.io/v1beta1" in log
+    assert "compositepodgroups: watching scheduling.k8s.io/v1alpha3" in log  # served, and allowed by deploy/ RBAC
+
+
+def test_v137_composite_pod_group_tree_binds_once_its_root_is_satisfied(cluster: Cluster, phalanx: Serve) -> None:
+    """v1.37: a v1alpha3 CompositePodGroup over two v1beta1 child gangs. With room for one child only, its
+    minGroupCount 2 binds nothing, not even the child that fits; two more nodes make room and the whole tree binds."""
+    c = cluster
+    if not c.v137:
+        pytest.skip("v1.37: CompositePodGroup (scheduling.k8s.io/v1alpha3)")
+    for i in range(2):
+        c.node(f"{c.ns}-n{i}", cpu="1")
+    root = {
+        "apiVersion": "scheduling.k8s.io/v1alpha3",
+        "kind": "CompositePodGroup",
+        "metadata": {"name": "root", "namespace": c.ns},
+        "spec": {
+            "workloadRef": {"workloadName": "serving", "templateName": "root"},
+            "schedulingPolicy": {"gang": {"minGroupCount": 2}},
+        },
+    }
+    c.create(f"/apis/scheduling.k8s.io/v1alpha3/namespaces/{c.ns}/compositepodgroups", root)
+    members = {"prefill": ["p0", "p1"], "decode": ["d0", "d1"]}
+    for child, names in members.items():
+        ref = {"workloadName": "serving", "templateName": child}
+        c.pod_group(child, 2, workloadRef=ref, parentCompositePodGroupName="root")
+        for name in names:
+            c.pod(name, group=child)  # 1 cpu each: two nodes hold one child, not both
+    every = [n for names in members.values() for n in names]
+    for child in members:
+        cond = wait_for(f"{child} to be found unschedulable", lambda child=child: settled(c, child, "False"))
+        assert (cond["type"], cond["reason"]) == ("PodGroupInitiallyScheduled", "Unschedulable")
+    assert c.bound(every) == set()
+    for i in range(2, 4):
+        c.node(f"{c.ns}-n{i}", cpu="1")
+    wait_for("the whole tree to bind", lambda: c.bound(every) == set(every))
+    for child in members:
+        assert wait_for(f"{child}'s condition", lambda child=child: settled(c, child, "True"))["reason"] == "Scheduled"
+
+
 def test_two_gangs_competing_for_one_room(cluster: Cluster, phalanx: Serve) -> None:
     c = cluster
     for i in range(4):
@@ -250,6 +318,37 @@ def test_dra_claims_from_templates_are_allocated_in_prebind(cluster: Cluster, ph
                 pods[n]["spec"]["nodeName"]
             ]
     finally:
+        delete_slices(c)
+
+
+def test_device_taint_rule_keeps_its_device_from_claims_until_deleted(cluster: Cluster, phalanx: Serve) -> None:
+    """v1.37: a resource.k8s.io/v1 DeviceTaintRule taints the only GPU (NoSchedule), so the pod that claims it
+    waits; serve watches the rule and, once it is deleted, allocates the GPU and binds the pod."""
+    c = cluster
+    if not c.v137:
+        pytest.skip("v1.37: DeviceTaintRule in resource.k8s.io/v1")
+    node = f"{c.ns}-n0"
+    c.node(node, cpu="8")
+    gpu_objects(c, [node], per_node=1)
+    claim_template(c, "one-gpu", 1)
+    rule = f"{c.ns}-broken-gpu"
+    body = {
+        "metadata": {"name": rule},
+        "spec": {
+            "deviceSelector": {"driver": DRIVER, "pool": node, "device": "gpu-0"},
+            "taint": {"key": "e2e.phalanx.dev/broken", "value": "ecc", "effect": "NoSchedule"},
+        },
+    }
+    c.create("/apis/resource.k8s.io/v1/devicetaintrules", body)
+    try:
+        c.pod("p", claims=[{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}])
+        wait_for("the pod marked unschedulable", lambda: unschedulable(c, ["p"]))
+        assert c.bound(["p"]) == set()
+        c.cp.request("DELETE", f"/apis/resource.k8s.io/v1/devicetaintrules/{rule}")
+        wait_for("the pod to bind once the rule is gone", lambda: c.bound(["p"]) == {"p"})
+    finally:
+        with contextlib.suppress(RequestError):
+            c.cp.request("DELETE", f"/apis/resource.k8s.io/v1/devicetaintrules/{rule}")
         delete_slices(c)
 
 

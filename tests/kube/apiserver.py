@@ -14,8 +14,11 @@
   ``Store.kubelet`` is off; unbound and terminal pods and a zero grace period go at once.
 - ``pods/status`` strategic-merge patches (conditions merged by type), PodGroup ``/status`` JSON merge patches with a resourceVersion precondition (409 when
   stale), Leases (create 409 if it exists, update 409 on a stale resourceVersion), events.
-- ``resource.k8s.io/v1``: DeviceClasses, ResourceSlices, ResourceClaims and ResourceClaimTemplates listed and
-  watched; ResourceClaims created (409 AlreadyExists), read, and written as kube-apiserver does: a JSON merge patch
+- Lists' items carry no ``apiVersion`` or ``kind``, as kube-apiserver's typed lists; ``served_groups`` says which
+  ``scheduling.k8s.io`` versions answer (v1.36: ``v1alpha2``; v1.37: ``v1beta1`` and ``v1alpha3``, the only one with
+  CompositePodGroups). Objects are stored as written, in one version.
+- ``resource.k8s.io/v1``: DeviceClasses, ResourceSlices, DeviceTaintRules, ResourceClaims and ResourceClaimTemplates
+  listed and watched; ResourceClaims created (409 AlreadyExists), read, and written as kube-apiserver does: a JSON merge patch
   or PUT of the claim changes metadata only (the spec is immutable, the status is the subresource's), of ``/status``
   the status only; a ``metadata.resourceVersion`` in the body that is not the current one is a 409 Conflict.
 - Faults: ``fail(predicate, code, times)`` answers matching requests with an error; ``before(predicate, fn, times)``
@@ -55,10 +58,12 @@ COLLECTIONS = {
     "/apis/scheduling.k8s.io/v1beta1/workloads": "workloads",
     "/apis/scheduling.k8s.io/v1alpha3/podgroups": "podgroups",
     "/apis/scheduling.k8s.io/v1alpha3/workloads": "workloads",
+    "/apis/scheduling.k8s.io/v1alpha3/compositepodgroups": "compositepodgroups",
     "/apis/resource.k8s.io/v1/deviceclasses": "deviceclasses",
     "/apis/resource.k8s.io/v1/resourceslices": "resourceslices",
     "/apis/resource.k8s.io/v1/resourceclaims": "resourceclaims",
     "/apis/resource.k8s.io/v1/resourceclaimtemplates": "resourceclaimtemplates",
+    "/apis/resource.k8s.io/v1/devicetaintrules": "devicetaintrules",
 }
 KINDS = {
     "nodes": ("v1", "Node"),
@@ -68,12 +73,14 @@ KINDS = {
     "poddisruptionbudgets": ("policy/v1", "PodDisruptionBudget"),
     "podgroups": ("scheduling.k8s.io/v1alpha2", "PodGroup"),
     "workloads": ("scheduling.k8s.io/v1alpha2", "Workload"),
+    "compositepodgroups": ("scheduling.k8s.io/v1alpha3", "CompositePodGroup"),
     "leases": ("coordination.k8s.io/v1", "Lease"),
     "events": ("events.k8s.io/v1", "Event"),
     "deviceclasses": ("resource.k8s.io/v1", "DeviceClass"),
     "resourceslices": ("resource.k8s.io/v1", "ResourceSlice"),
     "resourceclaims": ("resource.k8s.io/v1", "ResourceClaim"),
     "resourceclaimtemplates": ("resource.k8s.io/v1", "ResourceClaimTemplate"),
+    "devicetaintrules": ("resource.k8s.io/v1", "DeviceTaintRule"),
 }
 _NS_OBJECT = re.compile(
     r"^/(?:api/v1|apis/[^/]+/[^/]+)/namespaces/(?P<ns>[^/]+)/(?P<res>[^/]+)(?:/(?P<name>[^/]+))?(?:/(?P<sub>[^/]+))?$"
@@ -401,6 +408,8 @@ class Handler(BaseHTTPRequestHandler):
         with store.cond:
             items = [o for o in store.objects[res].values() if not sel or field_matches(o, sel)]
             items = items[: int(query["limit"])] if query.get("limit") else items
+            # As kube-apiserver's typed lists: the items carry no apiVersion or kind (they are the list's).
+            items = [{k: v for k, v in o.items() if k not in ("apiVersion", "kind")} for o in items]
             rv = store.rv
         api_version, kind = KINDS[res]
         self._send(
@@ -580,13 +589,13 @@ class Handler(BaseHTTPRequestHandler):
         body["details"] = {"causes": [{"reason": "DisruptionBudget", "message": cause}]}
         self._send(429, body)
 
-    def _podgroups(self, method: str, ns: str, name: str | None, sub: str | None) -> None:
+    def _podgroups(self, method: str, ns: str, name: str | None, sub: str | None, res: str = "podgroups") -> None:
         store = self.server.store
         body = self._body() if method != "GET" else None
         with store.cond:
-            pg = store.objects["podgroups"].get(f"{ns}/{name}")
+            pg = store.objects[res].get(f"{ns}/{name}")
             if pg is None:
-                self._error(404, f'podgroups "{name}" not found')
+                self._error(404, f'{res} "{name}" not found')
                 return
             if method == "GET":
                 self._send(200, pg)
@@ -596,7 +605,10 @@ class Handler(BaseHTTPRequestHandler):
                 self._error(409, "the object has been modified; please apply your changes to the latest version")
                 return
             patched = merge_patch(pg, {"status": body.get("status", {})})
-            self._send(200, store.update("podgroups", patched))
+            self._send(200, store.update(res, patched))
+
+    def _compositepodgroups(self, method: str, ns: str, name: str | None, sub: str | None) -> None:
+        self._podgroups(method, ns, name, sub, "compositepodgroups")
 
     def _resourceclaims(self, method: str, ns: str, name: str | None, sub: str | None) -> None:
         store = self.server.store

@@ -67,15 +67,19 @@ def _pg(status: str | None) -> dict[str, Any]:
 def test_pod_group_condition_never_regresses_true_and_carries_the_version() -> None:
     api = FakeApi()
     b = _binder(api)
-    assert b.pod_group_condition(_pg("True"), "False", "Unschedulable", "no") is None
+    v1alpha2, v1beta1 = "scheduling.k8s.io/v1alpha2", "scheduling.k8s.io/v1beta1"
+    assert b.pod_group_condition(_pg("True"), v1alpha2, "False", "Unschedulable", "no") is None
     assert api.calls == []
-    b.pod_group_condition(_pg(None), "True", "Scheduled", "")
-    (_, args) = api.calls[0]
-    patch = args[2]
-    assert patch["metadata"]["resourceVersion"] == "7"
-    assert [(c["type"], c["status"], c["observedGeneration"]) for c in patch["status"]["conditions"]] == [
+    b.pod_group_condition(_pg(None), v1alpha2, "True", "Scheduled", "")
+    b.pod_group_condition(_pg(None), v1beta1, "True", "Scheduled", "")
+    (_, old), (_, new) = api.calls
+    assert old[2]["metadata"]["resourceVersion"] == "7"
+    assert [(c["type"], c["status"], c["observedGeneration"]) for c in old[2]["status"]["conditions"]] == [
         ("PodGroupScheduled", "True", 1)
     ]
+    # v1.37 renamed the condition; the patch goes to the version the group is watched in.
+    assert [c["type"] for c in new[2]["status"]["conditions"]] == ["PodGroupInitiallyScheduled"]
+    assert new[3:] == (v1beta1, "podgroups")
     b.shutdown()
 
 

@@ -47,6 +47,32 @@ def test_an_arriving_gang_member_does_not_recheck_every_waiting_one() -> None:
     assert s.run() == 50
 
 
+def test_min_count_decrease_retries_a_failed_gang_at_once() -> None:
+    """Elastic gangs (v1.37): the PodGroup's new minCount is an update event; members a failed cycle left
+    unschedulable are retried without any other event, and the members that fit now are bound."""
+    s = Scheduler()
+    members = [make_pod(f"g-{i}").requests(cpu="2").group("g").obj() for i in range(3)]
+    s.load([make_node("n0").allocatable(cpu="4").obj()], members, [make_group("g", 3)])
+    assert s.run() == 0
+    assert s.run() == 0  # nothing changed, nothing retried
+    s.add_pod_group(make_group("g", 2))
+    assert s.run() == 2
+    assert sorted(s.recorder.outcomes[f"default/g-{i}"].phase for i in range(3)) == [
+        "Scheduled",
+        "Scheduled",
+        "Unschedulable",
+    ]
+
+
+def test_min_count_decrease_releases_members_gated_on_it() -> None:
+    s = Scheduler()
+    members = [make_pod(f"g-{i}").requests(cpu="1").group("g").obj() for i in range(2)]
+    s.load([make_node("n0").allocatable(cpu="4").obj()], members, [make_group("g", 4)])
+    assert s.run() == 0  # gated: 2 of 4 pods exist
+    s.add_pod_group(make_group("g", 2))
+    assert s.run() == 2
+
+
 def test_a_gang_member_completing_min_count_enters_the_queue_first() -> None:
     """GangScheduling's PreEnqueue holds the first minCount - 1 members; the member that completes the quorum enters
     the active queue first and releases the others. A snapshot's load ranks them as their live arrival does, and

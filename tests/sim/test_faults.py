@@ -153,7 +153,7 @@ def test_trace_and_cluster_inputs(tmp_path: Path) -> None:
         "jobs:\n- {submit: 0, duration: 10, pods: 1, failureProbability: 0.5, backoffLimit: 1}\n"
         "nodeEvents:\n- {time: 5, node: gpu-0001, action: fail, duration: 60}\n"
     )
-    jobs, events = load_workload(str(trace))
+    jobs, events, _ = load_workload(str(trace))
     assert jobs[0].failure_probability == 0.5 and jobs[0].backoff_limit == 1
     assert events == [NodeEvent(5.0, "fail", "gpu-0001", duration=60.0)]
     cluster = tmp_path / "cluster.yaml"

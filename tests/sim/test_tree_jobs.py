@@ -119,7 +119,7 @@ class _Placements(BaseRecorder):
 def _run(policy: str, compat: str | None = None) -> tuple[dict[str, JobRun], dict[str, dict[str, str]], _Placements]:
     """The example under ``policy``: each job's run, the nodes' labels, and the placements seen."""
     nodes = nodes_of(load_cluster(str(EXAMPLE / "cluster.yaml")))
-    jobs, _ = load_workload(str(EXAMPLE / "jobs.yaml"))
+    jobs, _, _ = load_workload(str(EXAMPLE / "jobs.yaml"))
     seen = _Placements()
     result = simulate(nodes, jobs, dataclasses.replace(POLICIES[policy], compat=compat), observer=seen)
     labels = {n.metadata.name: dict(n.metadata.labels) for n in nodes}
@@ -160,7 +160,7 @@ def test_a_preempted_tree_restarts_as_a_whole(tmp_path: Path) -> None:
     path = tmp_path / "jobs.yaml"
     path.write_text("\n".join(jobs).replace("priority: 100", "priority: 0").replace("submit: 60", "submit: 0"))
     nodes = nodes_of(load_cluster(str(EXAMPLE / "cluster.yaml")))
-    trace, _ = load_workload(str(path))
+    trace, _, _ = load_workload(str(path))
     blocker = dataclasses.replace(trace[1], name="block-hog", submit=10, pods=8, priority=2000)
     seen = _Placements()
     result = simulate(nodes, [*trace, blocker], POLICIES["gang-tas-preemption"], observer=seen)

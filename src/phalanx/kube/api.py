@@ -52,11 +52,13 @@ RESOURCES = {
     "poddisruptionbudgets": Resource("policy", "v1", "poddisruptionbudgets"),
     "podgroups": Resource("scheduling.k8s.io", "v1alpha2", "podgroups"),
     "workloads": Resource("scheduling.k8s.io", "v1alpha2", "workloads"),
+    "compositepodgroups": Resource("scheduling.k8s.io", "v1alpha3", "compositepodgroups"),
     "namespaces": Resource("", "v1", "namespaces"),
     "deviceclasses": Resource("resource.k8s.io", "v1", "deviceclasses"),
     "resourceslices": Resource("resource.k8s.io", "v1", "resourceslices"),
     "resourceclaims": Resource("resource.k8s.io", "v1", "resourceclaims"),
     "resourceclaimtemplates": Resource("resource.k8s.io", "v1", "resourceclaimtemplates"),
+    "devicetaintrules": Resource("resource.k8s.io", "v1", "devicetaintrules"),
 }
 # For clusters older than v1.36: the same schema as CRDs (deploy/crds/), and pods labelled with their group.
 CRD_GROUP = "scheduling.phalanx.dev"
@@ -328,8 +330,12 @@ class Api:
     def patch_pod_status(self, namespace: str, name: str, patch: dict[str, Any]) -> None:
         self._send("PATCH", f"/api/v1/namespaces/{namespace}/pods/{name}/status", patch, _STRATEGIC)
 
-    def patch_pod_group_status(self, namespace: str, name: str, patch: dict[str, Any], api_version: str = "") -> None:
-        res = RESOURCES["podgroups"]
+    def patch_pod_group_status(
+        self, namespace: str, name: str, patch: dict[str, Any], api_version: str = "", plural: str = "podgroups"
+    ) -> None:
+        """A JSON merge patch of a PodGroup's (or CompositePodGroup's, ``plural``) ``/status`` in ``api_version``,
+        the version it is watched in."""
+        res = RESOURCES[plural]
         if api_version and "/" in api_version:
             group, version = api_version.split("/", 1)
             res = Resource(group, version, res.plural)

@@ -28,10 +28,10 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
 
+from phalanx.api.scheduling_convert import condition_type
 from phalanx.kube.api import Api, ApiError
 from phalanx.kube.metrics import Metrics
 from phalanx.kube.prebind import ClaimWrite, PreBindResult, prebind
-from phalanx.kube.versions import condition_type
 
 __all__ = ["Binder", "now_rfc3339"]
 
@@ -202,11 +202,16 @@ class Binder:
         regarding = {"apiVersion": "v1", "kind": "Pod", "namespace": namespace, "name": name, "uid": uid}
         self.event(namespace, regarding, "Warning", "FailedScheduling", "Scheduling", message)
 
-    def pod_group_condition(self, pg: dict[str, Any], status: str, reason: str, message: str) -> ApiError | None:
-        """Patch PodGroupScheduled with meta.SetStatusCondition semantics; never regress True."""
+    def pod_group_condition(
+        self, pg: dict[str, Any], api_version: str, status: str, reason: str, message: str
+    ) -> ApiError | None:
+        """Patch the group's scheduled condition, named as ``api_version`` (the version the group is watched in)
+        names it (``PodGroupScheduled``, v1.37's ``PodGroupInitiallyScheduled``), with meta.SetStatusCondition
+        semantics; never regress True."""
         md = pg["metadata"]
+        kind = str(pg.get("kind") or "PodGroup")
         conds = list((pg.get("status") or {}).get("conditions") or [])
-        ctype = condition_type(pg)
+        ctype = condition_type(api_version, kind)
         old = next((c for c in conds if c.get("type") == ctype), None)
         if old is not None and old.get("status") == "True" and status != "True":
             return None
@@ -225,7 +230,8 @@ class Binder:
         conds = [c for c in conds if c.get("type") != ctype] + [new]
         patch = {"metadata": {"resourceVersion": md.get("resourceVersion")}, "status": {"conditions": conds}}
         try:
-            args = (md["namespace"], md["name"], patch, pg.get("apiVersion", ""))
+            plural = "compositepodgroups" if kind == "CompositePodGroup" else "podgroups"
+            args = (md["namespace"], md["name"], patch, api_version, plural)
             self._retrying(self.api.patch_pod_group_status, *args)
             self.metrics.inc("phalanx_api_writes_total", kind="pod_group_status", result="ok")
             return None

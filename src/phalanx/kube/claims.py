@@ -15,6 +15,7 @@ from typing import Any
 import msgspec
 
 from phalanx.api import dra
+from phalanx.api.device_taint_rules import apply_device_taint_rules
 from phalanx.api.dra import POD_CLAIM_NAME_ANNOTATION
 from phalanx.api.models import Pod
 from phalanx.kube.prebind import ClaimWrite, same_allocation
@@ -33,7 +34,7 @@ __all__ = [
 ]
 
 log = logging.getLogger("phalanx.kube")
-DEVICES = frozenset({"deviceclasses", "resourceslices"})
+DEVICES = frozenset({"deviceclasses", "resourceslices", "devicetaintrules"})
 DRA_KINDS = DEVICES | {"resourceclaims", "resourceclaimtemplates"}
 Cache = dict[str, dict[str, dict[str, Any]]]
 
@@ -48,9 +49,12 @@ def _convert(obj: dict[str, Any], model: Any) -> Any:
 
 
 def devices(cache: Cache) -> tuple[list[dra.DeviceClass], list[dra.ResourceSlice]]:
+    """The DeviceClasses, and the ResourceSlices as kube-scheduler's slice tracker hands them to the allocator:
+    each device with the taints of the DeviceTaintRules (``resource.k8s.io/v1``) that select it."""
     classes = [c for o in cache.get("deviceclasses", {}).values() if (c := _convert(o, dra.DeviceClass))]
     slices = [s for o in cache.get("resourceslices", {}).values() if (s := _convert(o, dra.ResourceSlice))]
-    return classes, slices
+    rules = [r for o in cache.get("devicetaintrules", {}).values() if (r := _convert(o, dra.DeviceTaintRule))]
+    return classes, apply_device_taint_rules(slices, rules)
 
 
 def decode_claim(obj: dict[str, Any], cache: Cache) -> tuple[dra.ResourceClaim, str | None] | None:

@@ -3,7 +3,9 @@
 Algorithm (one thread owns the cache and the engine; reflectors and the binder's pool only talk to it by queue):
 
 1. Drain deltas. Each updates the cache (objects as JSON dicts by resource and key) and, once the engine is
-   built, becomes an engine event: pod add/update/delete, PodGroup add/update/delete, Node add/update/delete.
+   built, becomes an engine event: pod add/update/delete, PodGroup and CompositePodGroup add/update/delete (an
+   update may change a gang's minCount: elastic gangs), Node add/update/delete. The Workload API's objects are
+   decoded through ``phalanx.api.scheduling_convert`` from the version each collection is watched in.
    A relist's ``Replace`` is diffed against the cache by resourceVersion, so nothing is lost or applied twice.
    PriorityClass, Namespace and PodDisruptionBudget changes rebuild the engine from the cache.
 2. When every collection has listed and this instance leads, build the engine from the cache (``load``), then
@@ -14,7 +16,8 @@ Algorithm (one thread owns the cache and the engine; reflectors and the binder's
    (Bindings are submitted from within the run, as each cycle succeeds.)
 4. A binding that fails for good is answered by re-reading the pod (the engine requeues it if it is still pending)
    and by a ``FailedBinding`` event on its PodGroup.
-5. DRA: ResourceClaims become engine events, DeviceClass and ResourceSlice changes one ``set_devices`` per round.
+5. DRA: ResourceClaims become engine events, DeviceClass, ResourceSlice and DeviceTaintRule changes one
+   ``set_devices`` per round (the rules' taints applied to the slices first).
    A pod that reserved claims is bound only after its claim writes (PreBind, :mod:`phalanx.kube.prebind`) were
    answered; a gang's members' writes are made together at the end of the run, before any member is bound.
 
@@ -31,12 +34,12 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 
 from phalanx.api import scheduling_convert
-from phalanx.api.models import Namespace, Node, Pod, PodGroup, PriorityClass
+from phalanx.api.models import CompositePodGroup, Namespace, Node, Pod, PodGroup, PriorityClass
 from phalanx.api.models import PodDisruptionBudget as PDB
 from phalanx.kube.api import POD_GROUP_LABEL, RESOURCES, Api, ApiError, Resource
 from phalanx.kube.binder import Binder
@@ -44,7 +47,7 @@ from phalanx.kube.claims import DEVICES, ClaimHolds, assumed, claim_writes, deco
 from phalanx.kube.informer import Delta, Reflector, Replace
 from phalanx.kube.metrics import Metrics
 from phalanx.kube.prebind import ClaimWrite, PreBindResult
-from phalanx.kube.versions import CANDIDATES
+from phalanx.kube.versions import CANDIDATES, KINDS
 from phalanx.scheduling import outcome as o
 from phalanx.scheduling.config import SchedulerConfig, default_profile
 from phalanx.scheduling.recorder import Rejection
@@ -54,6 +57,8 @@ __all__ = ["Controller", "Decisions", "new_engine", "obj_key"]
 
 log = logging.getLogger("phalanx.kube")
 _TERMINAL = ("Succeeded", "Failed")
+_DEFAULT_APIS = [(n, RESOURCES[n]) for n in CANDIDATES]
+_G = TypeVar("_G", PodGroup, CompositePodGroup)
 _REBUILD = {"priorityclasses", "namespaces", "poddisruptionbudgets"}
 
 
@@ -136,18 +141,19 @@ class Controller:
     prebinds: dict[str, list[ClaimWrite]] = field(default_factory=dict)  # pod key -> claim writes not yet submitted
     gangs: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # group -> (member, node) to prebind
     devices_changed: bool = False
-    pod_group_api: str = "scheduling.k8s.io/v1alpha2"  # the version PodGroups are watched in (set by start)
+    # The apiVersion each Workload API collection is watched in (set by start): its objects are decoded, and their
+    # conditions written, in that version.
+    apis: dict[str, str] = field(default_factory=lambda: {n: f"{r.group}/{r.version}" for n, r in _DEFAULT_APIS})
 
     def start(self) -> None:
         watched = dict(RESOURCES)
-        for name in ("podgroups", "workloads"):
+        for name, candidates in CANDIDATES.items():
             if name not in self.resources:
                 continue
-            served = (Resource(g, v, name) for g, v in CANDIDATES)
+            served = (Resource(g, v, name) for g, v in candidates)
             watched[name] = next((r for r in served if self.api.served(r)), RESOURCES[name])
-            log.info("%s: watching %s/%s", name, watched[name].group, watched[name].version)
-            if name == "podgroups":
-                self.pod_group_api = f"{watched[name].group}/{watched[name].version}"
+            self.apis[name] = f"{watched[name].group}/{watched[name].version}"
+            log.info("%s: watching %s", name, self.apis[name])
         for name in self.resources:
             self.cache.setdefault(name, {})
             r = Reflector(self.api, watched[name], self.deltas, self.stop)
@@ -259,10 +265,16 @@ class Controller:
             else:
                 eng.update_pod(pod)
         elif resource == "podgroups":
+            # An update is an add: the engine takes the new minCount (elastic gangs), and a waiting gang is retried.
             if obj is None:
                 eng.delete_pod_group(key)
-            elif (pg := self._pod_group(obj)) is not None:
+            elif (pg := self._group(obj, "podgroups", PodGroup)) is not None:
                 eng.add_pod_group(pg)
+        elif resource == "compositepodgroups":
+            if obj is None:
+                eng.delete_composite_pod_group(key)
+            elif (cpg := self._group(obj, "compositepodgroups", CompositePodGroup)) is not None:
+                eng.add_composite_pod_group(cpg)
 
     @staticmethod
     def _confirms_placement(eng: Scheduler, key: str, obj: dict[str, Any]) -> bool:
@@ -273,16 +285,17 @@ class Controller:
             return False
         return bool(bound == node)
 
-    def _pod_group(self, obj: dict[str, Any]) -> PodGroup | None:
-        """A PodGroup of whichever version the server serves, as the internal object (v1.37 fields kept). List
-        items carry no apiVersion: they are in the watched version."""
-        doc = {"apiVersion": self.pod_group_api, **obj, "kind": "PodGroup"}
+    def _group(self, obj: dict[str, Any], resource: str, model: type[_G]) -> _G | None:
+        """A PodGroup or CompositePodGroup of whichever version the server serves, as the internal object (v1.37
+        fields kept): nothing below ``phalanx.api`` learns the version. List items carry no apiVersion or kind:
+        they are in the watched version."""
+        doc = {**obj, "apiVersion": obj.get("apiVersion") or self.apis[resource], "kind": KINDS[resource]}
         try:
-            pg = scheduling_convert.decode(doc)
+            group = scheduling_convert.decode(doc)
         except (msgspec.ValidationError, KeyError) as exc:
-            log.warning("PodGroup %s ignored: %s", obj_key(obj), exc)
+            log.warning("%s %s ignored: %s", KINDS[resource], obj_key(obj), exc)
             return None
-        return pg if isinstance(pg, PodGroup) else None
+        return group if isinstance(group, model) else None
 
     def _pod(self, obj: dict[str, Any]) -> Pod | None:
         """The pod as the engine should see it, or None: terminal pods and other schedulers' pending pods."""
@@ -306,18 +319,23 @@ class Controller:
         eng = new_engine(self.config, self.decisions)
         nodes = [n for o in self.cache["nodes"].values() if (n := _decode(o, Node)) is not None]
         pcs = [p for o in self.cache.get("priorityclasses", {}).values() if (p := _decode(o, PriorityClass))]
-        pgs = [g for o in self.cache.get("podgroups", {}).values() if (g := self._pod_group(o)) is not None]
+        pgs = [g for o in self.cache.get("podgroups", {}).values() if (g := self._group(o, "podgroups", PodGroup))]
+        cpgs = [
+            c
+            for o in self.cache.get("compositepodgroups", {}).values()
+            if (c := self._group(o, "compositepodgroups", CompositePodGroup))
+        ]
         pods = [p for o in self.cache["pods"].values() if (p := self._pod(o)) is not None]
         nss = [n for o in self.cache.get("namespaces", {}).values() if (n := _decode(o, Namespace)) is not None]
         pdbs = [d for o in self.cache.get("poddisruptionbudgets", {}).values() if (d := _decode(o, PDB)) is not None]
         dra = resource_objects(self.cache)
         try:
-            eng.load(nodes, pods, pgs, pcs, namespaces=nss, pdbs=pdbs, resources=dra)
+            eng.load(nodes, pods, pgs, pcs, namespaces=nss, pdbs=pdbs, resources=dra, composite_pod_groups=cpgs)
         except Exception as exc:  # one pod the engine refuses must not stop the others
             log.warning("loading pods one by one: %s", exc)
             self.decisions = Decisions()
             eng = new_engine(self.config, self.decisions)
-            eng.load(nodes, [], pgs, pcs, namespaces=nss, pdbs=pdbs, resources=dra)
+            eng.load(nodes, [], pgs, pcs, namespaces=nss, pdbs=pdbs, resources=dra, composite_pod_groups=cpgs)
             for p in pods:
                 try:
                     eng.add_pod(p)
@@ -460,7 +478,7 @@ class Controller:
         gname = ((pod.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName")
         gname = gname or (md.get("labels") or {}).get(POD_GROUP_LABEL)
         if gname:
-            regarding = {"apiVersion": "scheduling.k8s.io/v1alpha2", "kind": "PodGroup", "namespace": md["namespace"]}
+            regarding = {"apiVersion": self.apis["podgroups"], "kind": "PodGroup", "namespace": md["namespace"]}
             note = f"member {md['name']} could not be bound: {err}"
             self.binder.event(
                 md["namespace"], {**regarding, "name": gname}, "Warning", "FailedBinding", "Binding", note
@@ -553,7 +571,7 @@ class Controller:
         if cond is None or pg is None:
             return
         self.metrics.inc("scheduler_pod_group_schedule_attempts_total", result=cond.reason or cond.status)
-        args = (pg, cond.status, cond.reason, cond.message)
+        args = (pg, self.apis["podgroups"], cond.status, cond.reason, cond.message)
         self.binder.submit(self.binder.pod_group_condition, *args, done=lambda err: self._condition_done(gk, err))
 
     def _condition_done(self, gk: str, err: ApiError | None) -> None:

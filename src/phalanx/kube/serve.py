@@ -16,10 +16,13 @@ from phalanx.kube.binder import Binder
 from phalanx.kube.controller import Controller
 from phalanx.kube.leader import LeaderElector
 from phalanx.kube.metrics import Metrics, serve_health
+from phalanx.kube.versions import CANDIDATES
 from phalanx.kube.writer import ProcessBinder, WriterOptions
 from phalanx.scheduling.config import SchedulerConfig, default_profile
 
 __all__ = ["ServeOptions", "Server", "serve"]
+
+_WORKLOAD_API = frozenset(CANDIDATES)  # podgroups, workloads, compositepodgroups
 
 log = logging.getLogger("phalanx.kube")
 
@@ -70,7 +73,7 @@ class Server:
         # Without GenericWorkload the engine ignores PodGroups and Workloads, and, like kube-scheduler, serve does not
         # watch them.
         workload = config.feature_gates.enabled("GenericWorkload")
-        watched = tuple(r for r in RESOURCES if workload or r not in ("podgroups", "workloads"))
+        watched = tuple(r for r in RESOURCES if workload or r not in _WORKLOAD_API)
         self.controller = Controller(self.api, self.binder, self.metrics, config, names, watched)
         self.stop = self.controller.stop
         self.elector = LeaderElector(

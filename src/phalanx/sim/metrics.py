@@ -20,11 +20,14 @@ from phalanx.sim.simulator import CAUSES, SimulationResult
 __all__ = [
     "COMPARISON_HEADER",
     "HEADLINES",
+    "MIN_COUNT_HEADER",
     "Headline",
     "aggregate",
     "aggregate_tables",
     "comparison_rows",
     "comparison_tables",
+    "min_count_changes",
+    "min_count_rows",
     "summary",
     "timeseries_csv",
 ]
@@ -85,7 +88,31 @@ def summary(r: SimulationResult) -> dict[str, Any]:
         "nodeFailures": sum(1 for _, action, _ in r.node_log if action == "fail"),
         "nodeDrains": sum(1 for _, action, _ in r.node_log if action == "drain"),
         "schedulingCycles": r.cycles,
+        "minCountChanges": min_count_changes(r),
     }
+
+
+def min_count_changes(r: SimulationResult) -> list[dict[str, Any]]:
+    """The trace's minCount changes as applied, in time order, with what each did to queueing: how long the job
+    had waited when it came and how long after it the job started (null: running already, not arrived, or never
+    started afterwards)."""
+
+    def seconds(v: float | None) -> float | None:
+        return None if v is None else round(v, 1)
+
+    rows = [
+        {
+            "job": x.job.name,
+            "time": c.time,
+            "from": c.old,
+            "to": c.new,
+            "waitedBeforeSeconds": seconds(c.waited_before),
+            "waitedAfterSeconds": seconds(c.waited_after),
+        }
+        for x in r.runs
+        for c in x.min_count_changes
+    ]
+    return sorted(rows, key=lambda row: (row["time"], row["job"]))
 
 
 def timeseries_csv(results: Sequence[tuple[str, int, SimulationResult]]) -> str:
@@ -286,3 +313,26 @@ def aggregate_tables(
             body.append(tuple(cells))
         tables.append((f"{title} (mean ±SD over seeds)", fit_header(header, body), body))
     return tables
+
+
+MIN_COUNT_HEADER = ("policy", "job", "at (h)", "minCount", "waited before (min)", "started after (min)")
+
+
+def min_count_rows(summaries: Sequence[dict[str, Any]]) -> list[tuple[str, ...]]:
+    """The rows of the minCount changes table (terminal and report): one per change per policy."""
+    return [
+        (
+            str(r["policy"]),
+            str(c["job"]),
+            f"{c['time'] / 3600:.2f}",
+            f"{c['from']} -> {c['to']}",
+            _minutes(c["waitedBeforeSeconds"], "running or not arrived"),
+            _minutes(c["waitedAfterSeconds"], "did not start after it" if c["waitedBeforeSeconds"] is not None else ""),
+        )
+        for r in summaries
+        for c in r.get("minCountChanges") or []
+    ]
+
+
+def _minutes(seconds: float | None, otherwise: str) -> str:
+    return otherwise if seconds is None else f"{seconds / 60:.1f}"

@@ -14,7 +14,14 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from phalanx.sim.metrics import COMPARISON_HEADER, aggregate, aggregate_tables, comparison_rows
+from phalanx.sim.metrics import (
+    COMPARISON_HEADER,
+    MIN_COUNT_HEADER,
+    aggregate,
+    aggregate_tables,
+    comparison_rows,
+    min_count_rows,
+)
 from phalanx.sim.report_data import payload
 from phalanx.sim.runs import RunOutput, sweep_title
 
@@ -65,6 +72,7 @@ def _trace_tables(outputs: Sequence[RunOutput]) -> list[str]:
             for title, header, body in aggregate_tables([(p, aggregate(s)) for p, s in by_policy.items()]):
                 parts.append(_table(f"aggregate-{k}", header, body, f"{title} ({len(seeds)} seeds)"))
         parts.append(_causes(first, k))
+        parts.append(_min_count_changes(first, k))
     return parts
 
 
@@ -88,6 +96,16 @@ def _causes(summaries: Sequence[dict[str, Any]], k: int) -> str:
         for r in summaries
     ]
     return _table("causes" if k == 0 else f"causes-{k}", header, rows, "restarts and lost GPU-hours by cause")
+
+
+def _min_count_changes(summaries: Sequence[dict[str, Any]], k: int) -> str:
+    """The trace's minCount changes (elastic gangs) and what each did to queueing, per policy: shown only when the
+    trace has some."""
+    rows = min_count_rows(summaries)
+    if not rows:
+        return ""
+    table_id = "min-count" if k == 0 else f"min-count-{k}"
+    return _table(table_id, MIN_COUNT_HEADER, rows, "minCount changes (trace jobEvents)")
 
 
 @cache

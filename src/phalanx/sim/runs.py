@@ -14,7 +14,14 @@ from typing import Any
 from phalanx.api.errors import InputError
 from phalanx.sim import scenario as sc
 from phalanx.sim.faults import NodeFailures
-from phalanx.sim.metrics import aggregate, aggregate_tables, comparison_tables, summary
+from phalanx.sim.metrics import (
+    MIN_COUNT_HEADER,
+    aggregate,
+    aggregate_tables,
+    comparison_tables,
+    min_count_rows,
+    summary,
+)
 from phalanx.sim.simulator import Policy, SimulationResult, policy_of, simulate
 from phalanx.sim.sweep import Failure
 from phalanx.sim.timeline import JobTimeline, TimelineRecorder
@@ -68,7 +75,17 @@ class SimulationRun:
         s, f = self.scenario, self.scenario.faults
         recorder = TimelineRecorder(s.jobs)
         result = simulate(
-            s.nodes, s.jobs, self.policy, progress, f.node_events, f.failures, f.seed, None, s.devices, recorder
+            s.nodes,
+            s.jobs,
+            self.policy,
+            progress,
+            f.node_events,
+            f.failures,
+            f.seed,
+            None,
+            s.devices,
+            recorder,
+            s.job_events,
         )
         end = result.samples[-1].time if result.samples else 0.0
         return RunOutput(self.key, s.title, result, summary(result), recorder.timelines(end))
@@ -118,6 +135,10 @@ def plan(p: SweepPlan, default_policies: Sequence[str]) -> tuple[list[Simulation
             notes.extend(f"{path}: {n}" for n in loaded.notes)
         for seed in range(p.seed, p.seed + p.seeds):
             scenario = _scenario(p, path, seed, loaded.jobs if loaded is not None else None)
+            if scenario.job_events and p.compat == "v1.36":
+                # v1.36's PodGroup spec is immutable: the API server would refuse every one of these changes.
+                detail = "jobEvents change a PodGroup's minCount, which v1.36 does not allow (it is mutable from v1.37)"
+                raise InputError([f"{path}: {detail}: drop --compat v1.36 or the trace's jobEvents"])
             if seed == p.seed:
                 warnings.extend(w for w in scenario.warnings if w not in warnings)
             runs.extend(SimulationRun(RunKey(trace, seed, x.name), scenario, x) for x in policies)
@@ -197,6 +218,8 @@ def summary_tables(outputs: Sequence[RunOutput]) -> list[Table]:
         if len(seeds) == 1:
             heading = runs[0].title if len(traces) == 1 else f"{name} (seed {seeds[0]})"
             parts = comparison_tables([o.summary for o in runs])
+            if changes := min_count_rows([o.summary for o in runs]):
+                parts.append(("minCount changes (trace jobEvents)", MIN_COUNT_HEADER, changes))
         else:
             by_policy: dict[str, list[dict[str, Any]]] = {}
             for o in runs:

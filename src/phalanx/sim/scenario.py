@@ -16,6 +16,7 @@ from phalanx.api.loader import Inventory, check_aliasing, load
 from phalanx.api.models import Node
 from phalanx.api.validation import validate
 from phalanx.sim.devices import ClusterDevices
+from phalanx.sim.elastic import MinCountEvent
 from phalanx.sim.faults import MAX_HOURS, NodeEvent, NodeFailures, failure_budget_problem
 from phalanx.sim.inputs import yaml_lines
 from phalanx.sim.workload import ClusterSpec, JobRecord, Pool, devices_of, generate_jobs, load_workload, nodes_of
@@ -54,6 +55,7 @@ class Scenario:
     faults: Faults = field(default_factory=Faults)
     devices: ClusterDevices | None = None  # DeviceClasses and ResourceSlices (DRA clusters)
     warnings: list[str] = field(default_factory=list)  # objects of the inputs that are skipped or ignored
+    job_events: list[MinCountEvent] = field(default_factory=list)  # the trace's minCount changes (elastic gangs)
 
 
 @dataclass
@@ -163,8 +165,9 @@ def scenario_from(
         faults.node_events, faults.failures = list(spec.node_events), spec.failures
     else:
         nodes, devices, warnings = spec.nodes, spec.devices, spec.warnings
+    job_events: list[MinCountEvent] = []
     if workload:
-        records, events = load_workload(workload, nodes)
+        records, events, job_events = load_workload(workload, nodes)
         faults.node_events = sorted([*faults.node_events, *events], key=lambda e: e.time)
     else:
         gap = 15.0 if cluster is None else 30.0
@@ -175,7 +178,8 @@ def scenario_from(
         source = "--node-mtbf-hours" if failures is not None else f"{cluster}: failures.mtbfHours"
         faults.failures = failures or faults.failures
         _check_failure_budget(faults.failures, nodes, records, source)
-    return Scenario(f"{len(records)} jobs on {len(nodes)} nodes", nodes, records, faults, devices, warnings)
+    title = f"{len(records)} jobs on {len(nodes)} nodes"
+    return Scenario(title, nodes, records, faults, devices, warnings, job_events)
 
 
 def _check_failure_budget(failures: NodeFailures | None, nodes: list[Node], jobs: list[JobRecord], at: str) -> None:

@@ -3,7 +3,8 @@ bound, and finishing frees its pods. Events at one instant are applied together,
 queued pod can progress, as the live scheduler would after a burst of watch events.
 
 The heap is ordered by (time, kind, tag, index): completions first at one instant (capacity is freed first), then
-pod failures, node events and arrivals, then by index, so a run is a pure function of its inputs. A job whose
+pod failures, node events, arrivals and minCount changes (``sim.elastic``), then by index, so a run is a pure
+function of its inputs. A job whose
 attempt ends early (preemption, a drain, a failed node or pod) starts over under new pod names; the events of the
 cut-short attempt are recognised by their tag and ignored. Failures count toward the Job's backoffLimit
 (``controllers.job``); disruptions (preemption, drain) do not, as with a podFailurePolicy ignoring DisruptionTarget.
@@ -16,7 +17,7 @@ import random
 from collections import Counter
 from collections.abc import Callable, Sequence
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 
@@ -33,6 +34,7 @@ from phalanx.scheduling.recorder import BaseRecorder, Recorder, Recorders
 from phalanx.scheduling.resource_claims import ResourceObjects
 from phalanx.scheduling.scheduler import Scheduler
 from phalanx.sim.devices import ClusterDevices
+from phalanx.sim.elastic import MinCountChange, MinCountEvent
 from phalanx.sim.faults import NodeEvent, NodeFailures
 from phalanx.sim.jobs import GPU, NAMESPACE, batch_job, claim_template_of, job_name, job_objects, tolerations_for
 from phalanx.sim.tree_jobs import tree_objects, tree_satisfied
@@ -40,7 +42,7 @@ from phalanx.sim.workload import BLOCK, HOSTNAME, RACK, JobRecord
 
 __all__ = ["CAUSES", "POLICIES", "JobRun", "Observer", "Policy", "Sample", "SimulationResult", "policy_of", "simulate"]
 
-_COMPLETE, _POD_FAILURE, _NODE, _ARRIVE = 0, 1, 2, 3
+_COMPLETE, _POD_FAILURE, _NODE, _ARRIVE, _MIN_COUNT = 0, 1, 2, 3, 4
 POOL_LABEL = "phalanx.dev/pool"
 # Why an attempt ended early: the first two are disruptions, the last two failures (they count toward backoffLimit).
 CAUSES = ("preemption", "drain", "nodeFailure", "podFailure")
@@ -120,6 +122,13 @@ class JobRun:
     lost_by: dict[str, float] = field(default_factory=lambda: dict.fromkeys(CAUSES, 0.0))  # cause -> GPU-seconds
     composite: str | None = None  # a tree job's root CompositePodGroup key (its PodGroups: ``tree_groups``)
     tree_groups: list[str] = field(default_factory=list)
+    queued_since: float = 0.0  # when the current attempt was submitted
+    min_count_changes: list[MinCountChange] = field(default_factory=list)  # the trace's jobEvents, as applied
+
+    @property
+    def elastic(self) -> bool:
+        """A job whose minCount a trace event changed: it starts with its gang's minCount pods running."""
+        return bool(self.min_count_changes)
 
 
 class Observer(Recorder, Protocol):
@@ -163,14 +172,16 @@ def simulate(
     on_step: Callable[[Scheduler, float], None] | None = None,
     devices: ClusterDevices | None = None,
     observer: Observer | None = None,
+    job_events: Sequence[MinCountEvent] = (),
 ) -> SimulationResult:
     """Run ``jobs`` on ``nodes`` under ``policy`` until no event is left. ``node_events`` and ``failures`` fail,
     drain and recover nodes; ``seed`` drives generated node failures and pod failures. ``on_step`` sees the engine
     after every instant (tests use it to check invariants). ``devices`` are the cluster's DeviceClasses and
     ResourceSlices; its GPU devices count as GPUs in every metric, next to ``nvidia.com/gpu``. ``observer`` sees
     the engine, the jobs and the waiting ones after every instant (``sim.timeline`` records the report's per-job
-    timeline and wait reasons from it)."""
-    sim = _Simulation(nodes, jobs, policy, node_events, failures, seed, devices, observer)
+    timeline and wait reasons from it). ``job_events`` change jobs' gang minCount during the run (elastic gangs).
+    """
+    sim = _Simulation(nodes, jobs, policy, node_events, failures, seed, devices, observer, job_events)
     return sim.run(progress, on_step)
 
 
@@ -201,6 +212,7 @@ class _Simulation:
         seed: int,
         devices: ClusterDevices | None = None,
         observer: Observer | None = None,
+        job_events: Sequence[MinCountEvent] = (),
     ) -> None:
         self.policy, self.seed, self.failures = policy, seed, failures
         self.evictions = _Evictions()
@@ -226,6 +238,12 @@ class _Simulation:
         _check_targets(node_events, self.nodes)
         for event in node_events:
             self._push_node_event(event, False)
+        self.job_events = list(job_events)
+        index = {job.name: i for i, job in enumerate(jobs)}
+        unknown = [f'jobEvents[{k}]: no job "{e.job}"' for k, e in enumerate(self.job_events) if e.job not in index]
+        if unknown:
+            raise InputError(unknown)
+        self.heap += [(e.time, _MIN_COUNT, index[e.job], k) for k, e in enumerate(self.job_events)]
         self.horizon = max((j.submit for j in jobs), default=0.0) + sum(j.duration for j in jobs)
         if failures is not None:
             for name in sorted(self.nodes):
@@ -264,9 +282,12 @@ class _Simulation:
         if kind == _NODE:
             self._node_event(now, i)
             return
+        if kind == _MIN_COUNT:
+            self._min_count(now, tag, self.job_events[i].min_count)
+            return
         run = self.runs[i]
         if kind == _ARRIVE:
-            run.pods = self._submit(i)
+            run.pods = self._submit(i, now)
         elif tag != run.restarts or run.start is None or run.end is not None:
             return  # an event of an attempt that ended early
         elif kind == _COMPLETE:
@@ -282,9 +303,17 @@ class _Simulation:
         for i in sorted(self.waiting):
             run = self.runs[i]
             tree = run.job.tree
-            if tree_satisfied(tree, run.pods, node_of) if tree else all(node_of(k) is not None for k in run.pods):
+            if tree:
+                ready = tree_satisfied(tree, run.pods, node_of)
+            else:
+                needed = min(run.job.gang, len(run.pods)) if run.elastic else len(run.pods)
+                ready = sum(1 for k in run.pods if node_of(k) is not None) >= needed
+            if ready:
                 run.start = now
                 self.waiting.discard(i)
+                for change in run.min_count_changes:
+                    if change.waited_before is not None and change.waited_after is None:
+                        change.waited_after = now - change.time
                 heapq.heappush(self.heap, (now + run.job.duration, _COMPLETE, run.restarts, i))
                 self._maybe_pod_failure(i, now)
 
@@ -300,8 +329,9 @@ class _Simulation:
 
     # --- jobs ----------------------------------------------------------------------------------------------------
 
-    def _submit(self, i: int) -> list[str]:
+    def _submit(self, i: int, now: float) -> list[str]:
         run = self.runs[i]
+        run.queued_since = now
         if run.job.tree is not None:
             return self._submit_tree(i)
         gang = self.policy.gang
@@ -378,7 +408,7 @@ class _Simulation:
         self._stop(run, now, cause)
         run.restarts += 1
         run.restarts_by[cause] += 1
-        run.pods = self._submit(i)
+        run.pods = self._submit(i, now)
 
     def _attempt_failed(self, i: int, now: float, pods: int, cause: str) -> None:
         """``pods`` of the job failed: the job restarts, or fails once more pods failed than its backoffLimit."""
@@ -391,6 +421,20 @@ class _Simulation:
         run.failed = now
         run.pods = []
         self.waiting.discard(i)
+
+    def _min_count(self, now: float, i: int, min_count: int) -> None:
+        """The job's gang minCount changes (``jobEvents``): later attempts have it too, and a PodGroup waiting to be
+        scheduled is updated in the engine, which retries its gang at once (a decrease may let it fit)."""
+        run = self.runs[i]
+        arrived = bool(run.pods) and run.failed is None and run.end is None
+        waiting = arrived and run.start is None
+        old = run.job.gang
+        run.job = replace(run.job, min_count=min_count)
+        run.min_count_changes.append(MinCountChange(now, old, min_count, now - run.queued_since if waiting else None))
+        if waiting and run.group is not None and run.job.tree is None:
+            group, _ = job_objects(run.job, run.restarts, self.policy.gang, self.policy.topology, self.tolerations)
+            if group is not None:
+                self.sched.add_pod_group(group)
 
     # --- nodes ---------------------------------------------------------------------------------------------------
 

@@ -18,9 +18,19 @@ from phalanx.scheduling.scheduler import Scheduler
 from phalanx.sim.simulator import JobRun
 from phalanx.sim.workload import JobRecord
 
-__all__ = ["END_OF_RUN", "QUEUED", "RUNNING", "JobTimeline", "Span", "TimelineRecorder", "WaitReason"]
+__all__ = [
+    "END_OF_RUN",
+    "MIN_COUNT_CHANGED",
+    "QUEUED",
+    "RUNNING",
+    "JobTimeline",
+    "Span",
+    "TimelineRecorder",
+    "WaitReason",
+]
 
 QUEUED, RUNNING = "queued", "running"
+MIN_COUNT_CHANGED = "MinCountChanged"  # the reason of a timeline entry for a trace's minCount change
 STARTED, COMPLETED, FAILED = "started", "completed", "failed"
 END_OF_RUN = "endOfRun"  # still waiting when the run ended: it never started (again)
 # Member messages that only say "another member is the problem"; the member that says why is more useful.
@@ -65,6 +75,7 @@ class _Track:
     restarts: int = 0
     by: Counter[str] = field(default_factory=Counter)
     start: float | None = None
+    changes: int = 0  # minCount changes already on the timeline
 
 
 class TimelineRecorder(BaseRecorder):
@@ -110,6 +121,11 @@ class TimelineRecorder(BaseRecorder):
 
     def _follow(self, i: int, now: float, run: JobRun) -> None:
         t = self.active[i]
+        reasons = self.lines[i].reasons
+        for change in run.min_count_changes[t.changes :]:  # an event on the job's timeline, among its wait reasons
+            note = f"gang minCount changed from {change.old} to {change.new} (trace jobEvents)"
+            reasons.append(WaitReason(change.time, MIN_COUNT_CHANGED, note, reasons[-1].bound if reasons else 0))
+        t.changes = len(run.min_count_changes)
         if run.restarts != t.restarts:  # the attempt ended early; the job waits again from the restart
             causes = run.restarts_by - t.by
             self._close(i, t, now, "+".join(sorted(causes)) or "restart")

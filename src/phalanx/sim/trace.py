@@ -28,6 +28,7 @@ from phalanx.api.validation import validate_job, validate_pod_group, validate_re
 from phalanx.api.validation.job import MAX_INDEXED_PARALLELISM
 from phalanx.sim.cluster_spec import POOL
 from phalanx.sim.device_claims import CLAIM_FIELDS, GpuClaim, parse_claim
+from phalanx.sim.elastic import MinCountEvent, parse_job_events
 from phalanx.sim.faults import NodeEvent, parse_node_events
 from phalanx.sim.inputs import INT32_MAX, REQUIRED, Fields, yaml_lines
 from phalanx.sim.jobs import GPU, JobRecord, batch_job, claim_template_of, trace_pod_group
@@ -73,12 +74,16 @@ def load_trace(path: str) -> list[JobRecord]:
     return load_workload(path)[0]
 
 
-def load_workload(path: str, nodes: Collection[Node] | None = None) -> tuple[list[JobRecord], list[NodeEvent]]:
-    """The jobs of a trace file, and its ``nodeEvents`` (YAML ``{jobs: [...], nodeEvents: [...]}`` only). With
-    ``nodes`` (the cluster), an event naming a node or pool the cluster lacks is an error. Raises InputError with
-    every problem of the file."""
+def load_workload(
+    path: str, nodes: Collection[Node] | None = None
+) -> tuple[list[JobRecord], list[NodeEvent], list[MinCountEvent]]:
+    """The jobs of a trace file, its ``nodeEvents`` and its ``jobEvents`` (YAML ``{jobs: [...], nodeEvents: [...],
+    jobEvents: [...]}`` only). With ``nodes`` (the cluster), an event naming a node or pool the cluster lacks is an
+    error. Raises InputError with every problem of the file."""
     text = read_text(path, "workload")
     events: list[NodeEvent] = []
+    job_events: list[MinCountEvent] = []
+    raw: Any = None
     if path.lower().endswith(".csv"):
         fields = Fields(path)
         rows = list(_csv_rows(text, fields))
@@ -90,10 +95,12 @@ def load_workload(path: str, nodes: Collection[Node] | None = None) -> tuple[lis
             events = parse_node_events(raw.get("nodeEvents"), fields, targets=_targets(nodes))
     jobs = [_job(row, i, fields) for i, row in enumerate(rows)]
     _check_names(jobs, rows, fields)
+    if isinstance(raw, dict):
+        job_events = parse_job_events(raw.get("jobEvents"), fields, {j.name: j.pods for j in jobs})
     if not rows and not fields.problems:
         fields.add(FieldError.required("jobs", "the trace has no jobs"))
     fields.check()
-    return jobs, events
+    return jobs, events, job_events
 
 
 def _targets(nodes: Collection[Node] | None) -> tuple[set[str], set[str]] | None:
@@ -148,7 +155,7 @@ def _yaml(path: str, text: str) -> Any:
 
 def _yaml_rows(raw: Any, fields: Fields) -> Iterator[_Row]:
     if isinstance(raw, dict):
-        fields.mapping(raw, "", ("jobs", "nodeEvents"))
+        fields.mapping(raw, "", ("jobs", "nodeEvents", "jobEvents"))
         items, prefix = fields.items(raw.get("jobs"), "jobs"), "jobs"
     elif isinstance(raw, list):
         items, prefix = raw, ""
