@@ -103,7 +103,9 @@ class CompositeBasicSchedulingPolicy(_Model):
 
 
 class CompositeGangSchedulingPolicy(_Model):
-    min_group_count: int | None = None  # satisfied children needed; required, mutable like minCount
+    # satisfied children needed; required. Mutable in a Workload's template like minCount, immutable on a live
+    # CompositePodGroup (its schedulingPolicy is, v1.37.2 types.go).
+    min_group_count: int | None = None
 
 
 class CompositePodGroupSchedulingPolicy(_Model):
