@@ -19,6 +19,8 @@ import time
 from pathlib import Path
 
 import pytest
+from fakenet import FakeHttp, FakeProxy
+
 from conftest import (
     DENIED,
     DENIED2,
@@ -37,8 +39,6 @@ from conftest import (
     require_guard_support,
     unguarded,
 )
-from fakenet import FakeHttp, FakeProxy
-
 from phalanx.guard import cgroup
 
 

@@ -4,6 +4,7 @@ cgroup, talking to the fake internet on loopback. Every DNS query must reach the
 from __future__ import annotations
 
 import pytest
+
 from conftest import OTHER_DNS, Net, denied
 
 DIG = f"dig +time=2 +tries=1 @{OTHER_DNS}"

@@ -12,8 +12,8 @@ from collections.abc import Iterator
 from functools import partial
 
 import pytest
-from conftest import HARDCODED_IP, Net, require_guard_support
 
+from conftest import HARDCODED_IP, Net, require_guard_support
 from phalanx.guard import cgroup
 from phalanx.guard.abi import FIRST_POLICY_RULE, GuardConfig
 from phalanx.guard.libbpf import Libbpf

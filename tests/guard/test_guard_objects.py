@@ -20,8 +20,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import PHALANX, RUN_TIMEOUT_S, Net, confined, guard_args, read_events, require_guard_support
 
+from conftest import PHALANX, RUN_TIMEOUT_S, Net, confined, guard_args, read_events, require_guard_support
 from phalanx.guard import objects
 from phalanx.guard.bpf import build
 from phalanx.guard.errors import BpfError

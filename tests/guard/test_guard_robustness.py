@@ -11,8 +11,8 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import DENIED_IP, OTHER_DNS, Net, denied, guard_args, guarded, require_guard_support
 
+from conftest import DENIED_IP, OTHER_DNS, Net, denied, guard_args, guarded, require_guard_support
 from phalanx.guard import cgroup
 
 
