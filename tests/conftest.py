@@ -19,12 +19,13 @@ _GROUPS = {
 _FILES = {"sim/test_sweep_ray.py": "ray"}
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        try:
-            rel = Path(str(item.path)).resolve().relative_to(_HERE)
-        except ValueError:
-            continue
-        group = _FILES.get(rel.as_posix()) or _GROUPS.get(rel.parts[0])
-        if group is not None:
-            item.add_marker(pytest.mark.xdist_group(group))
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """Marked as each test is collected, so the mark is there before any collection_modifyitems hook (xdist's
+    reads it into the node id there)."""
+    try:
+        rel = Path(str(item.path)).resolve().relative_to(_HERE)
+    except ValueError:
+        return
+    group = _FILES.get(rel.as_posix()) or _GROUPS.get(rel.parts[0])
+    if group is not None:
+        item.add_marker(pytest.mark.xdist_group(group))

@@ -464,6 +464,8 @@ def test_pidfd_getfd_on_the_guards_sockets(nsnet: NsNet, tmp_path: Path) -> None
     finally:
         holder.kill()
         holder.wait()
+        if holder.stdout is not None:
+            holder.stdout.close()
 
 
 # ---- 7. lost or forged attribution -------------------------------------------------------------------------------

@@ -9,10 +9,12 @@ import contextlib
 import json
 import os
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -36,14 +38,16 @@ def _ray_cli() -> str | None:
 
 
 @pytest.fixture(scope="module")
-def ray_head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict[str, str]]]:
+def ray_head() -> Iterator[tuple[str, dict[str, str]]]:
     """(address, environment) of a one-node Ray cluster, stopped after the module's tests."""
     ray = _ray_cli()
     if ray is None:
         if os.environ.get("CI"):
             pytest.fail("ray is not installed (pip install -e '.[test]' installs it)")
         pytest.skip("ray is not installed")
-    base = tmp_path_factory.mktemp("ray")
+    # A short folder of its own: Ray's socket paths under it must stay within AF_UNIX's 107 bytes, which pytest's
+    # per-worker temporary folders (.../pytest-N/popen-gw1/ray0/...) exceed.
+    base = Path(tempfile.mkdtemp(prefix="phx-ray-"))
     port, client_port = _free_port(), _free_port()
     env = dict(
         os.environ,
@@ -75,6 +79,7 @@ def ray_head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, di
             reader.join(timeout=10)
         assert head.stdout is not None
         head.stdout.close()
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def _free_port() -> int:
