@@ -71,3 +71,33 @@ def test_stdin_and_duplicates() -> None:
     with pytest.raises(InputError) as err:
         load(["-"], io.StringIO(text))
     assert err.value.lines == ['-:7: Node a: metadata.name: Duplicate value: "a"']
+
+
+def test_a_workload_as_kube_apiserver_returns_it_has_null_template_lists(tmp_path: Path) -> None:
+    """kube-apiserver v1.37.2 returns a v1alpha3 Workload that holds only composite templates with
+    ``podGroupTemplates: null`` (found by the differential run): null is an empty list, at every level."""
+    (tmp_path / "w.yaml").write_text(
+        """\
+apiVersion: scheduling.k8s.io/v1alpha3
+kind: Workload
+metadata: {name: tree, namespace: default}
+spec:
+  podGroupTemplates: null
+  compositePodGroupTemplates:
+  - name: root
+    schedulingPolicy: {gang: {minGroupCount: 1}}
+    compositePodGroupTemplates: null
+    podGroupTemplates:
+    - {name: child, schedulingPolicy: {gang: {minCount: 1}}}
+"""
+    )
+    inv = load([str(tmp_path)])
+    (w,) = inv.workloads
+    assert w.spec is not None and w.spec.pod_group_templates == []
+    (root,) = w.spec.composite_pod_group_templates
+    assert [t.name for t in root.pod_group_templates] == ["child"] and root.composite_pod_group_templates == []
+    (tmp_path / "w.yaml").write_text(
+        "apiVersion: scheduling.k8s.io/v1alpha3\nkind: Workload\nmetadata: {name: tree}\nspec: {podGroupTemplates: 3}\n"
+    )
+    with pytest.raises(InputError, match=r"spec\.podGroupTemplates: Invalid value: 3: must be of type array"):
+        load([str(tmp_path)])

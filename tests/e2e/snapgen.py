@@ -363,7 +363,10 @@ class _Builder:
         for c in range(children):
             child, members = f"{root}-{c}", rng.randint(1, 3)
             policy = {"gang": {"minCount": rng.randint(1, members)}}
-            templates.append({"name": f"child-{c}", "schedulingPolicy": policy})
+            child_template: dict[str, Any] = {"name": f"child-{c}", "schedulingPolicy": policy}
+            if priority:  # a Workload's templates must all name the same priority (v1.37 validation)
+                child_template["priorityClassName"] = priority
+            templates.append(child_template)
             spec: dict[str, Any] = {
                 "parentCompositePodGroupName": root,
                 "workloadRef": {"workloadName": root, "templateName": f"child-{c}"},

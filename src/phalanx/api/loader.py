@@ -277,6 +277,27 @@ def _flatten(out: list[RawObject], path: str, index: int, doc: Any, problems: li
     out.append(RawObject(Source(path, index), doc))
 
 
+def _without_null_templates(data: dict[str, Any]) -> dict[str, Any]:
+    """A Workload as kube-apiserver v1.37 returns it: a template list it holds none of is ``null`` (Go's nil slice,
+    no omitempty), which means empty. Dropped here, at every level of composite templates, so it is read as
+    absent; a list of the wrong type is still an error."""
+
+    def clean(node: Any) -> Any:
+        if not isinstance(node, dict):
+            return node
+        out = {k: v for k, v in node.items() if not (k in _TEMPLATE_LISTS and v is None)}
+        for k in _TEMPLATE_LISTS:
+            if isinstance(out.get(k), list):
+                out[k] = [clean(x) for x in out[k]]
+        return out
+
+    spec = data.get("spec")
+    return {**data, "spec": clean(spec)} if isinstance(spec, dict) else data
+
+
+_TEMPLATE_LISTS = ("podGroupTemplates", "compositePodGroupTemplates")
+
+
 def decode(raws: list[RawObject], texts: dict[str, str] | None = None) -> Inventory:
     """Decode raw objects into typed models; known kinds only. Type errors carry their field path. Objects that
     are skipped (a kind phalanx does not read, no ``apiVersion``) become warnings in ``inv.warnings``."""
@@ -291,8 +312,11 @@ def decode(raws: list[RawObject], texts: dict[str, str] | None = None) -> Invent
             skipped.setdefault((raw.source.path, *version_kind), []).append(raw)
             continue
         convert = CONVERTERS.get(version_kind)
+        data = raw.data
+        if version_kind[1] == "Workload":
+            data = _without_null_templates(data)
         try:
-            obj = msgspec.convert(convert(raw.data) if convert else raw.data, model)
+            obj = msgspec.convert(convert(data) if convert else data, model)
         except msgspec.ValidationError as exc:
             problems.append(_type_problem(raw, exc, inv.texts, inv.trees))
             continue
