@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from phalanx.api.meta import Condition
 from phalanx.scheduling.scheduler import Scheduler
 
 from builders import make_group, make_node, make_pod
@@ -121,3 +122,21 @@ def test_an_updated_pending_pod_keeps_its_entry_rank() -> None:
     s.delete_pod("default/g-1")
     s.add_pod(make_pod("g-1").requests(cpu="1").group("g").obj())
     assert s.queue.entered("default/g-1") > s.queue.entered("default/g-0")
+
+
+def test_a_stale_update_does_not_regress_a_scheduled_condition() -> None:
+    """serve: the watch event of an earlier False write can arrive after the group succeeded. The engine keeps True
+    (PodGroupInitiallyScheduled is terminal), so the write it retries is True, not the stale False."""
+    s = Scheduler()
+    members = [make_pod(f"g-{i}").requests(cpu="2").group("g").obj() for i in range(2)]
+    s.load([make_node("n0").allocatable(cpu="2").obj()], members, [make_group("g", 2)])
+    assert s.run() == 0
+    failed = s.condition("default/g")
+    assert failed is not None and failed.status == "False"
+    stale = make_group("g", 2)
+    stale.status.conditions = [Condition(type="PodGroupScheduled", status="False", reason=failed.reason)]
+    s.add_node(make_node("n1").allocatable(cpu="2").obj())
+    assert s.run() == 2
+    s.add_pod_group(stale)  # the False write's event, late
+    scheduled = s.condition("default/g")
+    assert scheduled is not None and (scheduled.status, scheduled.reason) == ("True", "Scheduled")

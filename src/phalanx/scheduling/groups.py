@@ -68,7 +68,11 @@ class PodGroups:
         self.groups[key] = group
         for cond in pg.status.conditions:
             if cond.type == o.CONDITION_POD_GROUP_SCHEDULED:
-                self.conditions[key] = o.GroupCondition(cond.status, cond.reason, cond.message)
+                # An update read from a watch may predate a True the engine has already reached (serve: the event
+                # of an earlier False write arriving after the group succeeded); True is terminal, never regressed.
+                current = self.conditions.get(key)
+                if current is None or current.status != "True" or cond.status == "True":
+                    self.conditions[key] = o.GroupCondition(cond.status, cond.reason, cond.message)
         return group
 
     def remove(self, key: str) -> GroupInfo | None:
