@@ -13,7 +13,7 @@ from phalanx.api.scheduling import disrupts_together
 from phalanx.cluster.pods import PodInfo, pod_key
 from phalanx.scheduling import outcome as o
 
-__all__ = ["DISRUPTION_MODE_POD_GROUP", "GroupInfo", "PodGroups", "TreeUnits"]
+__all__ = ["DISRUPTION_MODE_POD_GROUP", "GroupInfo", "PodGroups", "TreeUnits", "write_condition"]
 
 DISRUPTION_MODE_POD_GROUP = "PodGroup"
 
@@ -69,10 +69,8 @@ class PodGroups:
         for cond in pg.status.conditions:
             if cond.type == o.CONDITION_POD_GROUP_SCHEDULED:
                 # An update read from a watch may predate a True the engine has already reached (serve: the event
-                # of an earlier False write arriving after the group succeeded); True is terminal, never regressed.
-                current = self.conditions.get(key)
-                if current is None or current.status != "True" or cond.status == "True":
-                    self.conditions[key] = o.GroupCondition(cond.status, cond.reason, cond.message)
+                # of an earlier False write arriving after the group succeeded).
+                write_condition(self.conditions, key, o.GroupCondition(cond.status, cond.reason, cond.message))
         return group
 
     def remove(self, key: str) -> GroupInfo | None:
@@ -137,8 +135,14 @@ class PodGroups:
 
     def set_condition(self, key: str, condition: o.GroupCondition) -> bool:
         """Write PodGroupScheduled; a True condition is never regressed. Whether it was written."""
-        current = self.conditions.get(key)
-        if current is not None and current.status == "True" and condition.status != "True":
-            return False
-        self.conditions[key] = condition
-        return True
+        return write_condition(self.conditions, key, condition)
+
+
+def write_condition(conditions: dict[str, o.GroupCondition], key: str, condition: o.GroupCondition) -> bool:
+    """Set a group's scheduled condition unless that would regress True (PodGroupInitiallyScheduled and
+    CompositePodGroupInitiallyScheduled are terminal once True). Whether it was written."""
+    current = conditions.get(key)
+    if current is not None and current.status == "True" and condition.status != "True":
+        return False
+    conditions[key] = condition
+    return True

@@ -24,7 +24,7 @@ from phalanx.api.models import CompositePodGroup
 from phalanx.api.scheduling import MAX_TREE_DEPTH, disrupts_together
 from phalanx.cluster.pods import pod_key
 from phalanx.scheduling import outcome as o
-from phalanx.scheduling.groups import GroupInfo, PodGroups
+from phalanx.scheduling.groups import GroupInfo, PodGroups, write_condition
 
 __all__ = ["INVALID", "KIND_COMPOSITE", "KIND_POD_GROUP", "PENDING", "CompositeGroups", "TreeNode", "TreeProblem"]
 
@@ -103,7 +103,8 @@ class CompositeGroups:
         self.composites[key] = cpg
         for cond in cpg.status.conditions:
             if cond.type == o.CONDITION_COMPOSITE_SCHEDULED:
-                self.conditions[key] = o.GroupCondition(cond.status, cond.reason, cond.message, cond.type)
+                condition = o.GroupCondition(cond.status, cond.reason, cond.message, cond.type)
+                write_condition(self.conditions, key, condition)  # a late watch event does not regress True
         self.changed()
         return key
 
@@ -245,11 +246,7 @@ class CompositeGroups:
 
     def set_condition(self, key: str, condition: o.GroupCondition) -> bool:
         """Write CompositePodGroupScheduled; a True condition is never regressed. Whether it was written."""
-        current = self.conditions.get(key)
-        if current is not None and current.status == "True" and condition.status != "True":
-            return False
-        self.conditions[key] = condition
-        return True
+        return write_condition(self.conditions, key, condition)
 
 
 def _depth(node: TreeNode) -> int:
