@@ -78,6 +78,11 @@ class Rules:
     # (its next cycle of them comes straight away and preempts); off, as v1.36.3: they are requeued through
     # backoff and preempt only after the pods queued before them had their turn (scheduling/cycle/group.py).
     leftover_members_preempt_at_once: bool = True
+    # A CompositePodGroup tree whose groups name more than one Workload is Invalid (every group gets reason
+    # ``Invalid``, nothing in it is scheduled), as KEP-6012 describes a tree: one Workload's groups. Off, as
+    # v1.37.2: its scheduler does not look at workloadRef when it builds a tree and schedules such a tree like any
+    # other (scheduling/trees.py).
+    one_workload_per_tree: bool = True
 
     def names(self) -> list[str]:
         """The rules that are on, kebab-case, for reports."""

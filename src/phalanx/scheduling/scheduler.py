@@ -93,7 +93,7 @@ class Scheduler:
         # v1.36 has no CompositePodGroup: under --compat v1.36 (or CompositePodGroup=false in v1.37) every PodGroup
         # of a tree is scheduled on its own.
         enabled = config.compat != "v1.36" and self._gates.composite_pod_group  # and the gate (v1.37)
-        self._trees = CompositeGroups(self._groups, enabled=enabled)
+        self._trees = CompositeGroups(self._groups, enabled=enabled, one_workload=self._rules.one_workload_per_tree)
         self._groups.tree_units = self._trees
         self._groups.check_member_priority = config.compat != "v1.36"
         self.pods: dict[str, PodInfo] = {}

@@ -9,8 +9,9 @@ The result is one of:
 - :class:`TreeNode`, the root of a valid tree;
 - :class:`TreeProblem` ``pending``: a parent does not exist yet, so the tree waits (v1.37 holds such groups and
   their pods aside until the root is observed);
-- :class:`TreeProblem` ``invalid``: a cycle of parent references, a tree deeper than 4 levels, or groups naming more
-  than one Workload. Every group of it gets reason ``Invalid`` and nothing in it is scheduled.
+- :class:`TreeProblem` ``invalid``: a cycle of parent references, a tree deeper than 4 levels, or (rule
+  ``one-workload-per-tree``, off under ``--compat v1.37``) groups naming more than one Workload. Every group of it
+  gets reason ``Invalid`` and nothing in it is scheduled.
 
 Keys are ``namespace/name``; a CompositePodGroup and a PodGroup may share a key, so nodes carry their kind.
 """
@@ -32,6 +33,7 @@ KIND_POD_GROUP = "PodGroup"
 KIND_COMPOSITE = "CompositePodGroup"
 PENDING = "pending"
 INVALID = "invalid"
+ONE_WORKLOAD_RULE = "one_workload_per_tree"
 
 
 @dataclass
@@ -73,6 +75,7 @@ class TreeProblem:
     kind: str
     message: str
     groups: tuple[tuple[str, str], ...]
+    rule: str | None = None  # the beyond-upstream rule (a ``Rules`` field name) that found the problem, if any
 
 
 def _parent(obj: object) -> str | None:
@@ -90,9 +93,10 @@ class CompositeGroups:
     """CompositePodGroups by key, their CompositePodGroupScheduled conditions, and tree resolution over them and
     the engine's PodGroups."""
 
-    def __init__(self, groups: PodGroups, enabled: bool = True) -> None:
+    def __init__(self, groups: PodGroups, enabled: bool = True, one_workload: bool = True) -> None:
         self.groups = groups
         self.enabled = enabled  # off (--compat v1.36): parents are ignored, every PodGroup is its own unit
+        self.one_workload = one_workload  # Rules.one_workload_per_tree
         self.composites: dict[str, CompositePodGroup] = {}
         self.conditions: dict[str, o.GroupCondition] = {}
         self._children: dict[str, list[tuple[str, str]]] | None = None  # parent key -> (kind, key), cached
@@ -187,9 +191,9 @@ class CompositeGroups:
             message = f"invalid group hierarchy: depth exceeds the maximum of {MAX_TREE_DEPTH}"
             return TreeProblem(INVALID, message, groups)
         workloads = sorted({w for n in root.walk() if (w := _workload(n.group.pod_group if n.group else n.composite))})
-        if len(workloads) > 1:
+        if self.one_workload and len(workloads) > 1:
             message = f"invalid group hierarchy: groups reference more than one Workload: {', '.join(workloads)}"
-            return TreeProblem(INVALID, message, groups)
+            return TreeProblem(INVALID, message, groups, rule=ONE_WORKLOAD_RULE)
         return None
 
     # --- questions the queue and cycles ask -------------------------------------------------------------------------

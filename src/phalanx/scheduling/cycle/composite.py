@@ -154,6 +154,8 @@ def reject_problem(ctx: CycleContext, first: PodInfo, problem: TreeProblem) -> N
         ctx.reject(pi, rejection)
     for kind, key in problem.groups:
         _condition(ctx, kind, key, "False", o.REASON_INVALID, problem.message)
+    if problem.rule is not None:
+        ctx.changed_by(problem.rule, [key for _, key in problem.groups] + [pi.key for pi in pending])
 
 
 def _collect(ctx: CycleContext, first: PodInfo, tree: TreeNode) -> dict[str, list[PodInfo]]:
