@@ -190,8 +190,10 @@ class CompositeGroups:
         if depth > MAX_TREE_DEPTH:
             message = f"invalid group hierarchy: depth exceeds the maximum of {MAX_TREE_DEPTH}"
             return TreeProblem(INVALID, message, groups)
+        if not self.one_workload:
+            return None
         workloads = sorted({w for n in root.walk() if (w := _workload(n.group.pod_group if n.group else n.composite))})
-        if self.one_workload and len(workloads) > 1:
+        if len(workloads) > 1:
             message = f"invalid group hierarchy: groups reference more than one Workload: {', '.join(workloads)}"
             return TreeProblem(INVALID, message, groups, rule=ONE_WORKLOAD_RULE)
         return None
