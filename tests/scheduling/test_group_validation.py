@@ -5,7 +5,7 @@ SchedulerError before any cycle."""
 from __future__ import annotations
 
 from phalanx.api.models import Pod
-from phalanx.scheduling.config import SchedulerConfig, with_mode
+from phalanx.scheduling.config import SchedulerConfig, default_profile, with_mode
 from phalanx.scheduling.scheduler import Scheduler
 
 from builders import make_group, make_node, make_pod
@@ -81,3 +81,38 @@ def test_v1_36_places_members_by_priority_then_age() -> None:
     out = s.recorder.outcomes
     assert (out["default/driver"].phase, out["default/driver"].node) == ("Scheduled", "n")
     assert out["default/worker"].phase == "Unschedulable"
+
+
+def _mixed_names(compat: str | None) -> Scheduler:
+    """Two profiles, so both members are in this scheduler's queue."""
+    other = make_pod("g-1").requests(cpu="1").group("g").created("2026-01-01T10:01:00Z").obj()
+    other.spec.scheduler_name = "other-scheduler"
+    config = SchedulerConfig(profiles=[default_profile(), default_profile("other-scheduler")])
+    s = Scheduler(with_mode(config, compat))
+    s.load([make_node("n").allocatable(cpu="8").obj()], [_member("g-0"), other], [make_group("g", 2)])
+    s.run()
+    return s
+
+
+def test_a_schedulername_mismatch_writes_scheduler_error_on_the_group_in_v1_37() -> None:
+    """v1.37's validatePodGroup: the mismatch fails every member and the PodGroup's condition
+    (handlePodGroupFailureBeforeScheduling), in phalanx's mode and under --compat v1.37."""
+    message = 'all pods in a single pod group should have the same .spec.schedulerName set, got: "{}" and "{}"'
+    for compat in (None, "v1.37"):
+        s = _mixed_names(compat)
+        out = s.recorder.outcomes["default/g-0"]
+        assert (out.phase, out.reason) == ("Unschedulable", "SchedulerError")
+        condition = s.groups.conditions["default/g"]
+        assert (condition.status, condition.reason) == ("False", "SchedulerError")
+        assert condition.message == out.message
+        assert condition.message in (
+            message.format("other-scheduler", "default-scheduler"),
+            message.format("default-scheduler", "other-scheduler"),
+        )
+
+
+def test_v1_36_leaves_the_group_condition_of_a_schedulername_mismatch_untouched() -> None:
+    """v1.36's frameworkForPodGroup fails the pods before podGroupCycle, which alone writes the condition."""
+    s = _mixed_names("v1.36")
+    assert s.recorder.outcomes["default/g-0"].reason == "SchedulerError"
+    assert "default/g" not in s.groups.conditions

@@ -22,6 +22,7 @@ from phalanx.scheduling.groups import GroupInfo, PodGroups
 from phalanx.scheduling.preemption.victim_index import VictimIndex
 from phalanx.scheduling.profile import Profile
 from phalanx.scheduling.recorder import Rejection
+from phalanx.scheduling.release import Release
 from phalanx.scheduling.resource_claims import ClaimBinding
 from phalanx.scheduling.rules import Rules
 
@@ -59,6 +60,9 @@ class CycleContext(Protocol):
 
     @property
     def rules(self) -> Rules: ...
+
+    @property
+    def release(self) -> Release: ...
 
     @property
     def gates(self) -> SchedulingGates: ...

@@ -50,9 +50,6 @@ class PodGroups:
         self.members: dict[str, set[str]] = {}  # group key -> non-terminal member pod keys
         self.conditions: dict[str, o.GroupCondition] = {}
         self.tree_units: TreeUnits | None = None  # set by the engine when CompositePodGroup trees are on
-        # v1.37's validatePodGroup: members must have the group's priority and one preemptionPolicy (off under
-        # --compat v1.36; scheduling/cycle/validation.py).
-        self.check_member_priority = True
 
     def __contains__(self, key: object) -> bool:
         return self.enabled and key in self.groups

@@ -47,6 +47,7 @@ from phalanx.scheduling.profile import Profile
 from phalanx.scheduling.queue import SchedulingQueue
 from phalanx.scheduling.reasons import Waiting
 from phalanx.scheduling.recorder import Recorder, Rejection
+from phalanx.scheduling.release import Release, release_for
 from phalanx.scheduling.resource_claims import EXTENDED_RESOURCE_ANNOTATION, ClaimBinding, ResourceObjects
 from phalanx.scheduling.rules import Rules, kebab
 from phalanx.scheduling.trees import PENDING, CompositeGroups, TreeNode, TreeProblem
@@ -74,6 +75,7 @@ class Scheduler:
         self.only = scheduler_name
         self.recorder: Recorder = recorder if recorder is not None else o.OutcomeLog()
         self._rules = rules if rules is not None else config.rules
+        self._release = release_for(config.compat)
         self._gates = config.feature_gates.scheduling()
         self.feature_gates = config.feature_gates  # the effective gates, for reports
         self.compat = config.compat if rules is None else None
@@ -92,10 +94,9 @@ class Scheduler:
         self._groups = PodGroups(gang, self.priorities, enabled=self._gates.generic_workload)
         # v1.36 has no CompositePodGroup: under --compat v1.36 (or CompositePodGroup=false in v1.37) every PodGroup
         # of a tree is scheduled on its own.
-        enabled = config.compat != "v1.36" and self._gates.composite_pod_group  # and the gate (v1.37)
-        self._trees = CompositeGroups(self._groups, enabled=enabled, one_workload=self._rules.one_workload_per_tree)
+        trees = self._release.composite_trees and self._gates.composite_pod_group
+        self._trees = CompositeGroups(self._groups, self._rules, enabled=trees)
         self._groups.tree_units = self._trees
-        self._groups.check_member_priority = config.compat != "v1.36"
         self.pods: dict[str, PodInfo] = {}
         self.bound_elsewhere: set[str] = set()  # pods bound to nodes missing from the snapshot
         self.queue = SchedulingQueue(self._pre_enqueue, EVENT_HINTS, GROUP_SCOPED)
@@ -127,6 +128,10 @@ class Scheduler:
     @property
     def rules(self) -> Rules:
         return self._rules
+
+    @property
+    def release(self) -> Release:
+        return self._release
 
     @property
     def gates(self) -> SchedulingGates:

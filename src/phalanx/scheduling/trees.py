@@ -26,6 +26,7 @@ from phalanx.api.scheduling import MAX_TREE_DEPTH, disrupts_together
 from phalanx.cluster.pods import pod_key
 from phalanx.scheduling import outcome as o
 from phalanx.scheduling.groups import GroupInfo, PodGroups, write_condition
+from phalanx.scheduling.rules import RULES, Rules
 
 __all__ = ["INVALID", "KIND_COMPOSITE", "KIND_POD_GROUP", "PENDING", "CompositeGroups", "TreeNode", "TreeProblem"]
 
@@ -93,10 +94,11 @@ class CompositeGroups:
     """CompositePodGroups by key, their CompositePodGroupScheduled conditions, and tree resolution over them and
     the engine's PodGroups."""
 
-    def __init__(self, groups: PodGroups, enabled: bool = True, one_workload: bool = True) -> None:
+    def __init__(self, groups: PodGroups, rules: Rules = RULES, enabled: bool = True) -> None:
         self.groups = groups
-        self.enabled = enabled  # off (--compat v1.36): parents are ignored, every PodGroup is its own unit
-        self.one_workload = one_workload  # Rules.one_workload_per_tree
+        self.rules = rules
+        # off (Release.composite_trees, the CompositePodGroup gate): parents are ignored, every PodGroup is its own unit
+        self.enabled = enabled
         self.composites: dict[str, CompositePodGroup] = {}
         self.conditions: dict[str, o.GroupCondition] = {}
         self._children: dict[str, list[tuple[str, str]]] | None = None  # parent key -> (kind, key), cached
@@ -190,7 +192,7 @@ class CompositeGroups:
         if depth > MAX_TREE_DEPTH:
             message = f"invalid group hierarchy: depth exceeds the maximum of {MAX_TREE_DEPTH}"
             return TreeProblem(INVALID, message, groups)
-        if not self.one_workload:
+        if not self.rules.one_workload_per_tree:
             return None
         workloads = sorted({w for n in root.walk() if (w := _workload(n.group.pod_group if n.group else n.composite))})
         if len(workloads) > 1:

@@ -52,7 +52,7 @@ def schedule_pod_group(ctx: CycleContext, first: PodInfo, group: GroupInfo) -> N
     mismatch = member_mismatch(ctx, group, members)
     if mismatch is not None:
         # The pods fail before any cycle runs (frameworkForPodGroup in v1.36; validatePodGroup in v1.37, which
-        # also writes the condition for a priority or preemption policy mismatch).
+        # also writes the condition).
         for pi in members:
             ctx.reject(pi, Rejection(o.REASON_SCHEDULER_ERROR, mismatch.message))
         if mismatch.sets_condition:

@@ -1,5 +1,5 @@
 """The checks a PodGroup cycle makes before it places anything: one schedulerName for every member (v1.36), and,
-as v1.37 requires (in phalanx's mode and ``--compat v1.37``; ``PodGroups.check_member_priority``), every member
+as v1.37 requires (in phalanx's mode and ``--compat v1.37``; ``Release.validates_pod_group``), every member
 with the group's priority and one preemption policy.
 
 v1.37's ``validatePodGroup`` walks the queued members in cycle order, then the bound ones, and stops at the first
@@ -23,15 +23,15 @@ __all__ = ["Mismatch", "member_mismatch"]
 @dataclass(frozen=True)
 class Mismatch:
     message: str
-    # v1.37 writes PodGroupScheduled=False/SchedulerError for a priority or preemption policy mismatch; a
-    # schedulerName mismatch leaves the condition as it is (v1.36, kept in both modes).
+    # v1.37 writes PodGroupScheduled=False/SchedulerError for every mismatch; v1.36's schedulerName mismatch (its
+    # only check) leaves the condition as it is.
     sets_condition: bool
 
 
 def member_mismatch(ctx: CycleContext, group: GroupInfo, members: Sequence[PodInfo]) -> Mismatch | None:
     """The first member that breaks a group-wide rule, or None. ``members``: the queued members in cycle order."""
     first = members[0].pod.spec.scheduler_name
-    if not ctx.groups.check_member_priority:
+    if not ctx.release.validates_pod_group:
         other = next((pi.pod.spec.scheduler_name for pi in members if pi.pod.spec.scheduler_name != first), None)
         return None if other is None else Mismatch(o.MSG_MIXED_SCHEDULER.format(other, first), False)
     priority = ctx.groups.priority(group.key)
@@ -42,7 +42,7 @@ def member_mismatch(ctx: CycleContext, group: GroupInfo, members: Sequence[PodIn
     bound = [ctx.state.pods[k] for k in sorted(ctx.groups.members_of(group.key)) if k in ctx.state.pods]
     for pi in [*members, *(b for b in bound if ctx.is_bound(b.key))]:
         if pi.pod.spec.scheduler_name != first:
-            return Mismatch(o.MSG_MIXED_SCHEDULER.format(pi.pod.spec.scheduler_name, first), False)
+            return Mismatch(o.MSG_MIXED_SCHEDULER.format(pi.pod.spec.scheduler_name, first), True)
         if pi.priority != priority:
             return Mismatch(o.MSG_MIXED_PRIORITY.format(pi.priority, priority), True)
         own = ctx.preemption_policy(pi)

@@ -1,0 +1,42 @@
+"""Where kube-scheduler v1.36 and v1.37 schedule groups differently, as one frozen value the cycle context exposes
+(``ctx.release``).
+
+:class:`~phalanx.scheduling.rules.Rules` are phalanx's own improvements, named and switchable one by one; a
+:class:`Release` is what the modelled kube-scheduler release does, and is not a choice: ``--compat v1.36`` follows
+:data:`V1_36`, ``--compat v1.37`` and phalanx's own mode follow :data:`V1_37`. Every place whose behaviour
+depends on the release asks ``ctx.release.<field>``, never the ``--compat`` string. The feature gates
+(``scheduling/feature_gates*.py``) stay separate: a release's gate table says which features are on, a Release
+says how its code behaves where a feature is on in both.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["RELEASES", "V1_36", "V1_37", "Release", "release_for"]
+
+
+@dataclass(frozen=True, slots=True)
+class Release:
+    name: str
+    # CompositePodGroup trees are scheduled as one unit (with the CompositePodGroup gate on); v1.36 has no such API,
+    # so every PodGroup is its own unit whatever parent it names (scheduling/trees.py).
+    composite_trees: bool
+    # v1.37's validatePodGroup: every member (queued, then bound) has the first member's schedulerName, the
+    # group's priority and one preemption policy, and a failure writes PodGroupScheduled=False/SchedulerError
+    # (handlePodGroupFailureBeforeScheduling). v1.36 checks only the schedulerName and leaves the condition as it
+    # is (scheduling/cycle/validation.py).
+    validates_pod_group: bool
+
+
+V1_36 = Release("v1.36", composite_trees=False, validates_pod_group=False)
+V1_37 = Release("v1.37", composite_trees=True, validates_pod_group=True)
+RELEASES = {r.name: r for r in (V1_36, V1_37)}
+
+
+def release_for(compat: str | None) -> Release:
+    """The release a compatibility mode follows (``v1.36``, ``v1.37``), or phalanx's own mode's (None: v1.37).
+    Raises KeyError for a version without a compatibility mode."""
+    if compat is None:
+        return V1_37
+    return RELEASES[compat if compat.startswith("v") else f"v{compat}"]
