@@ -19,4 +19,3 @@ def test_each_mode_follows_its_release(compat: str | None, release: object) -> N
 def test_a_version_without_a_compatibility_mode_is_refused() -> None:
     with pytest.raises(KeyError):
         release_for("v1.35")
-

@@ -83,6 +83,10 @@ class SchedulingQueue:
             order = (order[0], -math.inf, order[2])
         heapq.heappush(self._heap, (order, pi.key))
 
+    def gated_members(self, group_key: str) -> set[str]:
+        """The pods of ``group_key`` gated by their own check (scheduling gates, a missing claim)."""
+        return self._gated_by_group.get(group_key, set())
+
     def entered(self, key: str) -> int:
         """The rank of the pod's first entry into the active queue (kube's InitialAttemptTimestamp; later
         requeues keep it); a pod that never entered ranks after every one that did."""

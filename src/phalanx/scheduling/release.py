@@ -27,10 +27,15 @@ class Release:
     # (handlePodGroupFailureBeforeScheduling). v1.36 checks only the schedulerName and leaves the condition as it
     # is (scheduling/cycle/validation.py).
     validates_pod_group: bool
+    # A PodGroup is queued as one entity (the root of its tree, with trees on), and one member held by its own
+    # PreEnqueue (scheduling gates, a missing ResourceClaim) holds them all: no cycle runs and no condition is
+    # written until it is released (v1.37's runPreEnqueuePlugins, "if any pod is gated, the whole entity is
+    # gated"). v1.36 queues members one by one: the others run their cycle without it (scheduling/scheduler.py).
+    gated_member_holds_group: bool
 
 
-V1_36 = Release("v1.36", composite_trees=False, validates_pod_group=False)
-V1_37 = Release("v1.37", composite_trees=True, validates_pod_group=True)
+V1_36 = Release("v1.36", composite_trees=False, validates_pod_group=False, gated_member_holds_group=False)
+V1_37 = Release("v1.37", composite_trees=True, validates_pod_group=True, gated_member_holds_group=True)
 RELEASES = {r.name: r for r in (V1_36, V1_37)}
 
 

@@ -45,7 +45,7 @@ from phalanx.scheduling.plugins.registry import EVENT_HINTS, GROUP_SCOPED
 from phalanx.scheduling.preemption.victim_index import VictimIndex
 from phalanx.scheduling.profile import Profile
 from phalanx.scheduling.queue import SchedulingQueue
-from phalanx.scheduling.reasons import Waiting
+from phalanx.scheduling.reasons import Waiting, render
 from phalanx.scheduling.recorder import Recorder, Rejection
 from phalanx.scheduling.release import Release, release_for
 from phalanx.scheduling.resource_claims import EXTENDED_RESOURCE_ANNOTATION, ClaimBinding, ResourceObjects
@@ -417,9 +417,13 @@ class Scheduler:
             return Status(_UNRESOLVABLE, (Waiting(o.REASON_GATED, o.MSG_GATED),), scheduling_gates.NAME)
         if waiting := self._claims.waiting(pi):
             return Status(Code.PENDING, (Waiting(o.REASON_WAITING_CLAIM, waiting),), dynamic_resources.NAME)
-        if pi.group_key is None or not self._groups.gang_enabled_for(pi):
+        if pi.group_key is None:
             return Status()
         group = self._groups.get(pi.group_key)
+        if group is not None and (held := self._held_by_member(pi, group)) is not None:
+            return held
+        if not self._groups.gang_enabled_for(pi):
+            return Status()
         if group is None:
             gate = Waiting(o.REASON_WAITING_POD_GROUP, o.MSG_WAIT_GROUP.format(pi.group_name))
             return Status(_UNRESOLVABLE, (gate,), gang_scheduling.NAME)
@@ -429,6 +433,18 @@ class Scheduler:
             gate = Waiting(o.REASON_WAITING_MIN_COUNT, o.MSG_WAIT_MIN_COUNT)
             return Status(_UNRESOLVABLE, (gate,), gang_scheduling.NAME)
         return Status()
+
+    def _held_by_member(self, pi: PodInfo, group: GroupInfo) -> Status | None:
+        """v1.37 (``Release.gated_member_holds_group``): a member of the pod's group, or of any PodGroup of its
+        tree, that its own PreEnqueue holds (gates, a missing claim) holds the pod too."""
+        if not self._release.gated_member_holds_group:
+            return None
+        for key in self._tree_leaves(group.key):
+            for other in sorted(self.queue.gated_members(key) - {pi.key}):
+                _, status = self.queue.gated[other]
+                gate = Waiting(o.REASON_WAITING_MEMBER, o.MSG_WAIT_MEMBER.format(other, render(status.reasons)))
+                return Status(_UNRESOLVABLE, (gate,), gang_scheduling.NAME)
+        return None
 
     def _tree_pre_enqueue(self, group: GroupInfo) -> Status:
         """GangScheduling's PreEnqueue for a member of a tree: the tree's root must exist and be admissible (an
@@ -450,7 +466,9 @@ class Scheduler:
         before = self._stats.pods_bound
         while (pi := self.queue.pop()) is not None:
             group = self._groups.get(pi.group_key)
-            if group is not None and self._trees.in_tree(group):
+            if group is not None and self._held_by_member(pi, group) is not None:
+                self.queue.add(pi)  # a member gated after this one was queued holds it (PreEnqueue again)
+            elif group is not None and self._trees.in_tree(group):
                 self._schedule_tree(pi, group)
             elif group is not None:
                 # The PodGroup cycle runs whenever the pod names an existing group (GenericWorkload);
