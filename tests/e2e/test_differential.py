@@ -47,7 +47,12 @@ RANDOM = int(os.environ.get("PHALANX_DIFFCONF_RANDOM", "11" if FULL else "4"))
 V137_STRIDE, V137_OFFSET = (1, 0) if FULL else (8, 2)
 V137_RANDOM = (0, 12) if FULL else (11, 1)
 # Scenarios a v1.37.2 disagreement was fixed on (a rule now off under --compat v1.37), run whatever the slice holds
-V137_PINNED = ("composite-several-workloads-invalid", "gang-mixed-scheduler-names-condition", "scheduling-gates")
+V137_PINNED = (
+    "composite-several-workloads-invalid",
+    "gang-early-rejection-unschedulable",
+    "gang-mixed-scheduler-names-condition",
+    "scheduling-gates",
+)
 
 KUBE_MEMBER_ORDER = "kube-scheduler orders a PodGroup's members at random (docs/conformance.md#member-order)"
 KUBE_PREEMPTION_RACE = "kube-scheduler lost the room its workload-aware preemption made (docs/conformance.md)"

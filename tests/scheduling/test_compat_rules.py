@@ -86,11 +86,11 @@ class _Order(OutcomeLog):
         self.order.append(("evicted", f"{eviction.namespace}/{eviction.name}"))
 
 
-def _basic_group_over_two_full_nodes(rules: Rules) -> _Order:
+def _basic_group_over_two_full_nodes(rules: Rules, compat: str | None = None) -> _Order:
     """web: a basic PodGroup of two 4-cpu members (priority 1000); node-a is full with batch-a (priority 1),
     node-b with batch-b (priority 2)."""
     log = _Order()
-    s = Scheduler(recorder=log, rules=rules)
+    s = Scheduler(with_mode(SchedulerConfig(), compat), recorder=log, rules=rules)
     group = make_group("web")
     assert group.spec is not None
     group.spec.priority = 1000
@@ -117,8 +117,8 @@ def test_reprieve_keeps_placed_members_frees_room_for_every_member_at_once() -> 
     assert sorted(phalanx.order[:2]) == [("evicted", "default/batch-a"), ("evicted", "default/batch-b")]
     assert sorted(phalanx.order[2:]) == [("bound", "default/web-0"), ("bound", "default/web-1")]
     assert "reprieve-keeps-placed-members" in phalanx.rules["default/web-0"]
-    for rules in (COMPAT_V1_36, replace(RULES, reprieve_keeps_placed_members=False)):
-        v136 = _basic_group_over_two_full_nodes(rules)
+    for rules, compat in ((COMPAT_V1_36, "v1.36"), (replace(RULES, reprieve_keeps_placed_members=False), None)):
+        v136 = _basic_group_over_two_full_nodes(rules, compat)
         assert v136.order == [
             ("evicted", "default/batch-a"),
             ("bound", "default/web-0"),

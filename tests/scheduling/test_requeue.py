@@ -140,3 +140,16 @@ def test_a_stale_update_does_not_regress_a_scheduled_condition() -> None:
     s.add_pod_group(stale)  # the False write's event, late
     scheduled = s.condition("default/g")
     assert scheduled is not None and (scheduled.status, scheduled.reason) == ("True", "Scheduled")
+
+
+def test_a_pod_rejected_by_no_plugin_is_retried_on_the_next_event() -> None:
+    """With no node at all no plugin rejects the pod, so no queueing hint names an event for it; kube-scheduler
+    requeues such a pod on any event (isPodWorthRequeuing: no rejector plugins). Found by
+    test_node_events_equal_a_fresh_load: the pod stayed pending after the first node came."""
+    s = Scheduler()
+    s.load([], [make_pod("p").requests(cpu="1").obj()], [])
+    s.run()
+    assert s.recorder.outcomes["default/p"].phase == "Unschedulable"
+    s.add_node(make_node("n").allocatable(cpu="2").obj())
+    assert s.run() == 1
+    assert s.recorder.outcomes["default/p"].phase == "Scheduled"

@@ -48,6 +48,7 @@ CONDITION_POD_GROUP_SCHEDULED = "PodGroupScheduled"
 MSG_WAIT_GROUP = 'waiting for pod\'s pod group "{}" to appear in scheduling queue'
 MSG_WAIT_MIN_COUNT = "waiting for minCount pods from a gang to appear in scheduling queue"
 MSG_WAIT_GANG_SCHEDULED = "waiting for minCount pods from a gang to be scheduled"
+MSG_DRA_POST_FILTER_NOT_FOUND = 'error in "DynamicResources" PodGroupPostFilter plugins: not found'
 MSG_WAIT_MEMBER = 'waiting for pod group member "{}": {}'
 MSG_GROUP_UNSCHEDULABLE = "pod group is unschedulable"
 MSG_OTHER_POD_FAILED = "failed to schedule other pod from a pod group"  # a member's error fails the group (v1.36)

@@ -56,6 +56,8 @@ class SchedulingQueue:
         self._group_gated: dict[str | None, set[str]] = {}  # gated by a group-scoped plugin (minCount, no group)
         self.unschedulable: dict[str, _Entry] = {}
         self._by_event: dict[ClusterEvent, set[str]] = {}
+        # Rejected by no plugin (no node at all): kube-scheduler requeues such a pod on any event.
+        self._any_event: set[str] = set()
         self._gang_by_group: dict[str | None, set[str]] = {}
         self._entered: dict[str, int] = {}  # pod key -> rank of its first entry into the active queue
         self._entries = 0
@@ -141,6 +143,7 @@ class SchedulingQueue:
             self._gated_by_group.get(gated[0].group_key, set()).discard(key)
             self._group_gated.get(gated[0].group_key, set()).discard(key)
         entry = self.unschedulable.pop(key, None)
+        self._any_event.discard(key)
         if entry is not None:
             for plugin in entry.rejected_by:
                 for event in self._hints.get(plugin, ()):
@@ -166,6 +169,8 @@ class SchedulingQueue:
         else:
             self._nominated.discard(pi.key)
         entry = self.unschedulable[pi.key] = _Entry(pi, frozenset(rejected_by))
+        if not entry.rejected_by:
+            self._any_event.add(pi.key)
         for plugin in entry.rejected_by:
             if plugin in self._group_scoped:
                 self._gang_by_group.setdefault(pi.group_key, set()).add(pi.key)
@@ -187,7 +192,7 @@ class SchedulingQueue:
     def on_event(self, event: ClusterEvent, group_key: str | None = None) -> int:
         """Move pods that ``event`` may help back to the active queue (queueing hints); a Pod or PodGroup add
         re-runs PreEnqueue for the gated pods of its group. Returns how many pods became active."""
-        keys = set(self._by_event.get(event, ()))
+        keys = set(self._by_event.get(event, ())) | self._any_event
         if event in (ClusterEvent.POD_ADD, ClusterEvent.POD_GROUP_ADD) and group_key is not None:
             keys |= self._gang_by_group.get(group_key, set())
             keys |= self._gated_by_group.get(group_key, set())

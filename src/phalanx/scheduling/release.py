@@ -3,8 +3,9 @@
 
 :class:`~phalanx.scheduling.rules.Rules` are phalanx's own improvements, named and switchable one by one; a
 :class:`Release` is what the modelled kube-scheduler release does, and is not a choice: ``--compat v1.36`` follows
-:data:`V1_36`, ``--compat v1.37`` and phalanx's own mode follow :data:`V1_37`. Every place whose behaviour
-depends on the release asks ``ctx.release.<field>``, never the ``--compat`` string. The feature gates
+:data:`V1_36`, ``--compat v1.37`` and phalanx's own mode follow :data:`V1_37`; where v1.37 has a bug, a
+rule fixes it in phalanx's mode. Every place whose behaviour depends on the release asks ``ctx.release.<field>``,
+never the ``--compat`` string. The feature gates
 (``scheduling/feature_gates*.py``) stay separate: a release's gate table says which features are on, a Release
 says how its code behaves where a feature is on in both.
 """
@@ -32,10 +33,28 @@ class Release:
     # written until it is released (v1.37's runPreEnqueuePlugins, "if any pod is gated, the whole entity is
     # gated"). v1.36 queues members one by one: the others run their cycle without it (scheduling/scheduler.py).
     gated_member_holds_group: bool
+    # A bug of v1.37.2: a gang cycle rejected before any member is tried (fewer live members than minCount, as when
+    # members being deleted still counted at PreEnqueue) runs DynamicResources' PodGroupPostFilter, which finds no
+    # state of its own and errors; the group and its pods fail with SchedulerError ``error in "DynamicResources"
+    # PodGroupPostFilter plugins: not found`` instead of Unschedulable. phalanx's mode fixes it (the rule
+    # ``early-rejection-unschedulable``; scheduling/cycle/group.py).
+    early_rejection_post_filter_error: bool = False
+    # v1.37's PodGroupEvaluator: workload-aware preemption for every group (scheduling constraints too: v1.36
+    # refuses those), all victims removed, the group algorithm run once, then each unit, most important first,
+    # reprieved if every placed member still passes Filter on the node that run chose (phalanx's mode keeps v1.36's
+    # re-run under the rule ``reprieve-by-rerun``; scheduling/cycle/group_preemption.py).
+    wap_single_run: bool = False
 
 
 V1_36 = Release("v1.36", composite_trees=False, validates_pod_group=False, gated_member_holds_group=False)
-V1_37 = Release("v1.37", composite_trees=True, validates_pod_group=True, gated_member_holds_group=True)
+V1_37 = Release(
+    "v1.37",
+    composite_trees=True,
+    validates_pod_group=True,
+    gated_member_holds_group=True,
+    early_rejection_post_filter_error=True,
+    wap_single_run=True,
+)
 RELEASES = {r.name: r for r in (V1_36, V1_37)}
 
 

@@ -83,6 +83,15 @@ class Rules:
     # v1.37.2: its scheduler does not look at workloadRef when it builds a tree and schedules such a tree like any
     # other (scheduling/trees.py).
     one_workload_per_tree: bool = True
+    # A gang cycle rejected before any member is tried (fewer live members than minCount) fails as Unschedulable.
+    # Off, as v1.37.2 (Release.early_rejection_post_filter_error, a bug): DynamicResources' PodGroupPostFilter
+    # errors and the group fails with SchedulerError (scheduling/cycle/group.py).
+    early_rejection_unschedulable: bool = True
+    # Workload-aware preemption re-runs the group algorithm after each reprieve (as v1.36 does), so a member may
+    # move off a reprieved victim's node. Off, as v1.37 (Release.wap_single_run): the group algorithm runs once
+    # with every victim gone, and a unit is reprieved only if each member still passes Filter on the node that
+    # run chose (scheduling/preemption/workload.py).
+    reprieve_by_rerun: bool = True
 
     def names(self) -> list[str]:
         """The rules that are on, kebab-case, for reports."""

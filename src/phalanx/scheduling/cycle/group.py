@@ -36,6 +36,7 @@ from phalanx.scheduling.cycle.members import (
 from phalanx.scheduling.cycle.placement import placement_algorithm
 from phalanx.scheduling.cycle.validation import member_mismatch
 from phalanx.scheduling.groups import GroupInfo
+from phalanx.scheduling.plugins.dynamic_resources import NAME as DYNAMIC_RESOURCES
 from phalanx.scheduling.profile import Profile
 from phalanx.scheduling.recorder import Rejection
 
@@ -59,7 +60,17 @@ def schedule_pod_group(ctx: CycleContext, first: PodInfo, group: GroupInfo) -> N
             ctx.set_condition(group, "False", o.REASON_SCHEDULER_ERROR, mismatch.message)
         return
     profile = ctx.profile_for(members[0])
-    cycle = GroupCycle(ctx, group, profile, members, _quorum(ctx, group, profile), bound_members(ctx, group))
+    quorum, bound = _quorum(ctx, group, profile), bound_members(ctx, group)
+    if quorum is not None and len(members) + bound < quorum and _post_filter_errors(ctx, group, profile):
+        if ctx.rules.early_rejection_unschedulable:
+            ctx.changed_by("early_rejection_unschedulable", [group.key, *(pi.key for pi in members)])
+        else:
+            # v1.37.2 rejects the gang before trying any member, then DynamicResources' PodGroupPostFilter errors.
+            for pi in members:
+                ctx.reject(pi, Rejection(o.REASON_SCHEDULER_ERROR, o.MSG_DRA_POST_FILTER_NOT_FOUND))
+            ctx.set_condition(group, "False", o.REASON_SCHEDULER_ERROR, o.MSG_DRA_POST_FILTER_NOT_FOUND)
+            return
+    cycle = GroupCycle(ctx, group, profile, members, quorum, bound)
     wap = ctx.gates.workload_aware_preemption
     # Without WAP, members preempt pod by pod inside the cycle (not for groups with scheduling constraints when
     # TopologyAwareWorkloadScheduling is on: v1.36's DefaultPreemption refuses them).
@@ -99,6 +110,18 @@ def schedule_pod_group(ctx: CycleContext, first: PodInfo, group: GroupInfo) -> N
 def _quorum(ctx: CycleContext, group: GroupInfo, profile: Profile) -> int | None:
     # Without the GangScheduling plugin nothing enforces minCount: Permit admits every placed pod (basic rules).
     return group.min_count if ctx.groups.gang_enabled.get(profile.scheduler_name, True) else None
+
+
+def _post_filter_errors(ctx: CycleContext, group: GroupInfo, profile: Profile) -> bool:
+    """Whether v1.37.2's bug (``Release.early_rejection_post_filter_error``) strikes a gang rejected early:
+    PodGroupPostFilter runs DynamicResources' (the profile has it; after workload-aware preemption's, which finds
+    no victims, as no victim makes a missing member appear), which returns Unschedulable itself for a group with
+    scheduling constraints and otherwise reads the state its PreFilter writes for each member tried: none was."""
+    return (
+        ctx.release.early_rejection_post_filter_error
+        and not _constrained(ctx, group)
+        and any(p.name == DYNAMIC_RESOURCES for p in profile.filters)
+    )
 
 
 def _constrained(ctx: CycleContext, group: GroupInfo) -> bool:

@@ -11,17 +11,19 @@ from dataclasses import replace
 import numpy as np
 
 from phalanx.arrays import BoolArray, IntArray
+from phalanx.cluster.pods import PodInfo
 from phalanx.scheduling import outcome as o
 from phalanx.scheduling import placement as tas
 from phalanx.scheduling.context import Preemptor
 from phalanx.scheduling.cycle.members import GroupCycle, Rejections, default_algorithm, forget, heterogeneous
-from phalanx.scheduling.cycle.placement import bound_member_rows
+from phalanx.scheduling.cycle.placement import bound_member_rows, placement_run
 from phalanx.scheduling.plugins.default_preemption import NAME as DEFAULT_PREEMPTION
 from phalanx.scheduling.plugins.node_resources_fit import NodeResourcesFit
 from phalanx.scheduling.preemption.workload import (
     GroupPreemption,
     any_victims,
     group_preemption_policy_never,
+    reprieve_on_fixed_nodes,
     select_group_victims,
     victim_units,
 )
@@ -46,14 +48,17 @@ def preempt_group(c: GroupCycle, intent: tas.Intent | None, rejections: Rejectio
         return _verdict(c, _NOT_REGISTERED)
     # v1.36's order (runWorkloadAwarePreemption, then PodGroupPostFilter): the refusal of constrained groups comes
     # before the preemptor's eligibility and the search for victims.
-    by_domain = intent is not None and ctx.rules.topology_aware_preemption
-    if not by_domain and _topology_constrained(c):
+    single = ctx.release.wap_single_run and not ctx.rules.reprieve_by_rerun
+    by_domain = intent is not None and ctx.rules.topology_aware_preemption and not single
+    if not by_domain and _topology_constrained(c) and not single:
         return _verdict(c, _CONSTRAINED)
     if group_preemption_policy_never(ctx, c.members):
         return _verdict(c, _POLICY_NEVER)
     priority = ctx.groups.priority(c.group.key)
     if not any_victims(ctx, c.group.key, priority):
         return _verdict(c, _NO_VICTIMS)
+    if single:
+        return _evict(c, _single_run(c, intent, priority), rejections, False)
     options: list[BoolArray | None] = [None]
     if intent is not None and by_domain:
         key = intent.levels[0]
@@ -65,6 +70,20 @@ def preempt_group(c: GroupCycle, intent: tas.Intent | None, rejections: Rejectio
     best = _cheapest(c, priority, options)
     if best is None and by_domain and intent is not None and intent.mode in ("preferred", "unconstrained"):
         best = _cheapest(c, priority, [None])  # the cycle's last resort is anywhere: so is preemption's
+    if ctx.release.wap_single_run and best is not None and best.victims:
+        v137 = _single_run(c, intent, priority)  # what v1.37 would evict: the rule is named where it differs
+        if v137 is None or _keys(v137) != _keys(best):
+            best.rules.add("reprieve_by_rerun")
+    _evict(c, best, rejections, by_domain)
+
+
+def _keys(found: GroupPreemption) -> set[str]:
+    return {p.key for u in found.victims for p in u.pods}
+
+
+def _evict(c: GroupCycle, best: GroupPreemption | None, rejections: Rejections, by_domain: bool) -> None:
+    """Evict ``best``'s victims and leave the members waiting for them, nominated; or say why nobody goes."""
+    ctx = c.ctx
     if best is None or not best.victims:
         # No victims means the simulation fits the group where the cycle just did not: evicting nobody and
         # waiting for a PodDelete would only requeue the group into the same failure.
@@ -87,6 +106,31 @@ def preempt_group(c: GroupCycle, intent: tas.Intent | None, rejections: Rejectio
     if by_domain:
         ctx.changed_by("topology_aware_preemption", keys)
     ctx.evict(victims, Preemptor("PodGroup", meta.namespace, meta.name, c.profile.scheduler_name))
+
+
+def _single_run(c: GroupCycle, intent: tas.Intent | None, priority: int) -> GroupPreemption | None:
+    """v1.37's workload-aware preemption: every victim of the whole cluster removed, the group algorithm (with
+    its topology placement) run once, reprieves checked by Filter on the nodes that run chose."""
+    units = victim_units(c.ctx, c.group.key, priority)
+    table = c.ctx.state.table
+
+    def run() -> tuple[list[tuple[PodInfo, int]], bool]:
+        if intent is None:
+            placed, _ = default_algorithm(c, None)
+            ok = c.reached(len(placed)) and c.error is None
+        else:
+            outcome = placement_run(c, intent)
+            placed = outcome.placed
+            ok = outcome.failed is None and c.error is None and c.reached(len(placed))
+        forget(c, placed)
+        return placed, ok
+
+    def fits(pi: PodInfo, row: int) -> bool:
+        only = np.zeros(len(table), dtype=bool)
+        only[row] = True
+        return c.profile.schedule(pi, table, only).node == row
+
+    return reprieve_on_fixed_nodes(c.ctx, units, run, fits) if units else None
 
 
 def _topology_constrained(c: GroupCycle) -> bool:

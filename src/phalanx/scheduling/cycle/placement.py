@@ -13,7 +13,9 @@ from phalanx.cluster.pods import PodInfo
 from phalanx.scheduling import outcome as o
 from phalanx.scheduling import placement as tas
 from phalanx.scheduling.cycle.members import (
+    Failed,
     GroupCycle,
+    Placed,
     Rejections,
     default_algorithm,
     fail_all,
@@ -22,7 +24,7 @@ from phalanx.scheduling.cycle.members import (
     submit,
 )
 
-__all__ = ["bound_member_rows", "placement_algorithm"]
+__all__ = ["PlacementRun", "bound_member_rows", "placement_algorithm", "placement_run"]
 
 
 def bound_member_rows(c: GroupCycle) -> list[tuple[str, int]]:
@@ -40,9 +42,31 @@ class _Evaluation:
     proposed: list[PodInfo]
 
 
+@dataclass
+class PlacementRun:
+    """What the placement algorithm did: the members placed (assumed, not yet submitted) and those that failed,
+    or, when no domain holds the group, the (reason, message) every member fails with."""
+
+    placed: Placed
+    failures: Failed
+    failed: tuple[str, str] | None = None
+    narrowed: bool = False  # best_fit_narrowing chose part of the domain
+
+
 def placement_algorithm(c: GroupCycle, intent: tas.Intent) -> Rejections:
     """Evaluate the candidate domains of each level in turn and run the cycle in the chosen one. Returns the
     rejections of the members left unscheduled."""
+    run = placement_run(c, intent)
+    if run.failed is not None:
+        return fail_all(c, *run.failed)
+    if run.narrowed:
+        c.fired.add("best_fit_narrowing")
+    return submit(c, run.placed, run.failures)
+
+
+def placement_run(c: GroupCycle, intent: tas.Intent) -> PlacementRun:
+    """The placement algorithm without submitting: the chosen domain's members stay assumed (the caller submits
+    or forgets them; v1.37's workload-aware preemption runs it once on a cluster without victims)."""
     ctx, table = c.ctx, c.ctx.state.table
     bound_rows = bound_member_rows(c)
     first_message = ""
@@ -51,12 +75,12 @@ def placement_algorithm(c: GroupCycle, intent: tas.Intent) -> Rejections:
         try:
             pinned = tas.pinned_domain(table, key, bound_rows)
         except tas.PlacementError as exc:
-            return fail_all(c, o.REASON_SCHEDULER_ERROR, str(exc))
+            return PlacementRun([], [], (o.REASON_SCHEDULER_ERROR, str(exc)))
         candidates = tas.domains(table, key, pinned)
         total_domains += len(candidates)
         evaluations = _evaluate_all(c, key, candidates)
         if c.error is not None:
-            return submit(c, [], [])
+            return PlacementRun([], [])
         if not first_message and evaluations:
             first_message = c.unschedulable_message(evaluations[0].count)
         feasible = [e for e in evaluations if c.reached(e.count)]
@@ -65,16 +89,13 @@ def placement_algorithm(c: GroupCycle, intent: tas.Intent) -> Rejections:
             narrow = intent.mode != "v136" and ctx.rules.best_fit_narrowing
             within = _narrow(c, chosen) if narrow else chosen.domain.mask
             narrowed = narrow and bool((chosen.domain.mask & ~within).any())
-            result = default_algorithm(c, within)
-            if narrowed:
-                c.fired.add("best_fit_narrowing")
-            return submit(c, *result)
+            return PlacementRun(*default_algorithm(c, within), narrowed=narrowed)
     if intent.mode in ("preferred", "unconstrained"):
-        return submit(c, *default_algorithm(c, None))  # no single domain holds the gang: anywhere, as a last resort
+        return PlacementRun(*default_algorithm(c, None))  # no single domain holds the gang: anywhere, as a last resort
     if not first_message:
         first_message = o.MSG_GROUP_UNSCHEDULABLE if not ctx.rules.group_message_counts else "none"
     message = f"0/{total_domains} placements are available, first placement status: {first_message}"
-    return fail_all(c, o.REASON_UNSCHEDULABLE, message)
+    return PlacementRun([], [], (o.REASON_UNSCHEDULABLE, message))
 
 
 def _evaluate_all(c: GroupCycle, key: str, candidates: list[tas.Domain]) -> list[_Evaluation]:

@@ -4,7 +4,7 @@ or a whole PodGroup-mode group), all removed, then reprieved most important firs
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -24,6 +24,7 @@ __all__ = [
     "Unit",
     "any_victims",
     "group_preemption_policy_never",
+    "reprieve_on_fixed_nodes",
     "select_group_victims",
     "victim_units",
 ]
@@ -116,13 +117,7 @@ def select_group_victims(ctx: CycleContext, units: list[Unit], sim: Simulator) -
         most, ok = sim.count(range(len(state.table)))
         if not ok:
             return None
-        units = sorted(units, key=Unit.importance)
-        budgets = Budgets.of(ctx.pdbs, [*state.pods.values(), *(p for p, _ in removed)]) if ctx.pdbs else Budgets()
-        flat = [p for u in units for p in u.pods]
-        violating_pods, _ = budgets.split(flat)
-        bad = {p.key for p in violating_pods}
-        violating = [u for u in units if any(p.key in bad for p in u.pods)]
-        fine = [u for u in units if not any(p.key in bad for p in u.pods)]
+        violating, fine = _reprieve_order(ctx, units, removed)
         where = {p.key: row for p, row in removed}
         victims: list[Unit] = []
         violations = 0
@@ -152,6 +147,73 @@ def select_group_victims(ctx: CycleContext, units: list[Unit], sim: Simulator) -
         for p, row in removed:
             if p.key not in state.placement:
                 held.add(p, row)
+
+
+def reprieve_on_fixed_nodes(
+    ctx: CycleContext,
+    units: list[Unit],
+    run: Callable[[], tuple[list[tuple[PodInfo, int]], bool]],
+    fits: Callable[[PodInfo, int], bool],
+) -> GroupPreemption | None:
+    """v1.37's PodGroupEvaluator (``Release.wap_single_run``): remove every potential victim and ``run`` the group
+    algorithm once (it leaves nothing assumed); if the group does not fit, evict nobody. Otherwise put units back,
+    PDB-violating first and most important first, keeping each one beside which every member ``run`` placed, in
+    cycle order with the earlier ones assumed, still ``fits`` on the node that run chose. The members are
+    nominated to those nodes. The state is left as found."""
+    state = ctx.state
+    removed: list[tuple[PodInfo, int]] = [(p, state.placement[p.key]) for u in units for p in u.pods]
+    held = Held(ctx.state, ctx.claims, ctx.rules.dra_aware_preemption)
+    for p, _ in removed:
+        held.remove(p)
+    try:
+        assignments, ok = run()
+        if not ok:
+            return None
+        violating, fine = _reprieve_order(ctx, units, removed)
+        where = {p.key: row for p, row in removed}
+        victims: list[Unit] = []
+        violations = 0
+        for group, is_violating in ((violating, True), (fine, False)):
+            for u in group:
+                for p in u.pods:
+                    held.add(p, where[p.key])
+                if not _all_fit(ctx, assignments, fits):
+                    for p in u.pods:
+                        held.remove(p)
+                    victims.append(u)
+                    violations += is_violating
+        return GroupPreemption(victims, {pi.key: row for pi, row in assignments}, violations)
+    finally:
+        for p, row in removed:
+            if p.key not in state.placement:
+                held.add(p, row)
+
+
+def _all_fit(ctx: CycleContext, assignments: list[tuple[PodInfo, int]], fits: Callable[[PodInfo, int], bool]) -> bool:
+    """Whether each member passes Filter on its node with the members before it assumed (then forgotten)."""
+    reserved: list[PodInfo] = []
+    try:
+        for pi, row in assignments:
+            if not fits(pi, row) or not ctx.reserve(pi, row).ok:
+                return False
+            reserved.append(pi)
+        return True
+    finally:
+        for pi in reversed(reserved):
+            ctx.unreserve(pi)
+
+
+def _reprieve_order(
+    ctx: CycleContext, units: list[Unit], removed: list[tuple[PodInfo, int]]
+) -> tuple[list[Unit], list[Unit]]:
+    """The units in reprieve order, most important first: those whose eviction would violate a PDB, then the rest."""
+    units = sorted(units, key=Unit.importance)
+    budgets = Budgets.of(ctx.pdbs, [*ctx.state.pods.values(), *(p for p, _ in removed)]) if ctx.pdbs else Budgets()
+    violating_pods, _ = budgets.split([p for u in units for p in u.pods])
+    bad = {p.key for p in violating_pods}
+    return [u for u in units if any(p.key in bad for p in u.pods)], [
+        u for u in units if not any(p.key in bad for p in u.pods)
+    ]
 
 
 def _gang_order_mattered(units: Sequence[Unit], victims: Sequence[Unit]) -> bool:
