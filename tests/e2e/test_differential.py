@@ -51,7 +51,9 @@ V137_PINNED = (
     "composite-several-workloads-invalid",
     "gang-early-rejection-unschedulable",
     "gang-mixed-scheduler-names-condition",
+    "gang-v136-quorum-member-goes-first",
     "scheduling-gates",
+    "wap-reprieve-by-rerun",
 )
 
 KUBE_MEMBER_ORDER = "kube-scheduler orders a PodGroup's members at random (docs/conformance.md#member-order)"

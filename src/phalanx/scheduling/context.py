@@ -94,6 +94,12 @@ class CycleContext(Protocol):
         """The rank of the pod's first entry into the active queue (kube's InitialAttemptTimestamp)."""
         ...
 
+    def member_rank(self, key: str) -> int:
+        """Where the pod ranks among its PodGroup's members of equal priority: its first entry into the active
+        queue (v1.36, and phalanx's ``quorum-member-first``), or its first arrival in the queue (v1.37,
+        ``Release.member_order_by_arrival``)."""
+        ...
+
     def back_off(self, keys: Iterable[str]) -> None:
         """Retry these rejected pods once the active queue is empty (v1.36's backoff for PodGroup members)."""
         ...

@@ -61,6 +61,8 @@ class SchedulingQueue:
         self._gang_by_group: dict[str | None, set[str]] = {}
         self._entered: dict[str, int] = {}  # pod key -> rank of its first entry into the active queue
         self._entries = 0
+        self._arrived: dict[str, int] = {}  # pod key -> rank of its first arrival in the queue, gated or not
+        self._arrivals = 0
         self._nominated: set[str] = set()  # pods waiting for their preemption's victims
         self._backoff: dict[str, PodInfo] = {}  # retried once the active queue is empty
 
@@ -70,6 +72,9 @@ class SchedulingQueue:
     def add(self, pi: PodInfo) -> None:
         """Admit a pod: PreEnqueue decides between the active queue and the gated set."""
         self.remove(pi.key)
+        if pi.key not in self._arrived:
+            self._arrived[pi.key] = self._arrivals
+            self._arrivals += 1
         status = self._pre_enqueue(pi)
         if not status.ok:
             self.gated[pi.key] = (pi, status)
@@ -94,10 +99,16 @@ class SchedulingQueue:
         requeues keep it); a pod that never entered ranks after every one that did."""
         return self._entered.get(key, self._entries)
 
+    def arrived(self, key: str) -> int:
+        """The rank of the pod's first arrival in the queue, gated or not (v1.37 orders a PodGroup's members by
+        the time each was added to its queued entity); later requeues keep it."""
+        return self._arrived.get(key, self._arrivals)
+
     def forget(self, key: str) -> None:
         """The pod is gone for good (deleted, not requeued): drop what the queue remembers of it."""
         self.remove(key)
         self._entered.pop(key, None)
+        self._arrived.pop(key, None)
         self._nominated.discard(key)
 
     def pop(self) -> PodInfo | None:

@@ -44,6 +44,12 @@ class Release:
     # reprieved if every placed member still passes Filter on the node that run chose (phalanx's mode keeps v1.36's
     # re-run under the rule ``reprieve-by-rerun``; scheduling/cycle/group_preemption.py).
     wap_single_run: bool = False
+    # A PodGroup cycle's members in v1.37's PodGroupMemberPodsOrderingFunc order: priority, then (attempts, not
+    # modelled:) the time each was added to the group's queued entity, its arrival; a snapshot's pods arrive by
+    # creation, then name. v1.36 orders them by when each first entered the active queue, where GangScheduling's
+    # PreEnqueue held the first minCount - 1 until the member that completed the quorum came, so that member goes
+    # first (scheduling/scheduler.py ``_arrival_order``, scheduling/cycle/group.py).
+    member_order_by_arrival: bool = False
 
 
 V1_36 = Release("v1.36", composite_trees=False, validates_pod_group=False, gated_member_holds_group=False)
@@ -54,6 +60,7 @@ V1_37 = Release(
     gated_member_holds_group=True,
     early_rejection_post_filter_error=True,
     wap_single_run=True,
+    member_order_by_arrival=True,
 )
 RELEASES = {r.name: r for r in (V1_36, V1_37)}
 

@@ -92,6 +92,11 @@ class Rules:
     # with every victim gone, and a unit is reprieved only if each member still passes Filter on the node that
     # run chose (scheduling/preemption/workload.py).
     reprieve_by_rerun: bool = True
+    # A PodGroup cycle's members of equal priority go in v1.36's order: the member that completed minCount first,
+    # then those that waited for it. Not better in general; phalanx keeps one order across releases, so a
+    # snapshot's placements do not change with the cluster's version. Off, as v1.37 (Release.member_order_by_arrival):
+    # by arrival (scheduling/cycle/group.py).
+    quorum_member_first: bool = True
 
     def names(self) -> list[str]:
         """The rules that are on, kebab-case, for reports."""

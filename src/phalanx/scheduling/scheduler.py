@@ -76,6 +76,8 @@ class Scheduler:
         self.recorder: Recorder = recorder if recorder is not None else o.OutcomeLog()
         self._rules = rules if rules is not None else config.rules
         self._release = release_for(config.compat)
+        # v1.37's member order, unless the quorum-member-first rule keeps v1.36's
+        self._by_arrival = self._release.member_order_by_arrival and not self._rules.quorum_member_first
         self._gates = config.feature_gates.scheduling()
         self.feature_gates = config.feature_gates  # the effective gates, for reports
         self.compat = config.compat if rules is None else None
@@ -169,6 +171,9 @@ class Scheduler:
     def entered(self, key: str) -> int:
         return self.queue.entered(key)
 
+    def member_rank(self, key: str) -> int:
+        return self.queue.arrived(key) if self._by_arrival else self.queue.entered(key)
+
     def back_off(self, keys: Iterable[str]) -> None:
         self.queue.back_off(keys)
 
@@ -217,6 +222,8 @@ class Scheduler:
         by creation (then name): GangScheduling's PreEnqueue holds a gang's members until minCount of them exist,
         so the member that completes the quorum enters first and the held ones follow it. The order in which
         pending pods first enter the active queue orders a PodGroup cycle's members (``entered``)."""
+        if self._by_arrival:
+            return sorted(infos, key=lambda p: (p.created, p.key))  # v1.37 orders members by arrival, not entry
         out: list[PodInfo] = []
         held: dict[str, list[PodInfo]] = {}
         arrived: dict[str, int] = {}

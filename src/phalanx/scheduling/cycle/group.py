@@ -48,8 +48,9 @@ def schedule_pod_group(ctx: CycleContext, first: PodInfo, group: GroupInfo) -> N
     start = time.perf_counter()
     members = [first, *ctx.take(sorted(ctx.groups.members_of(group.key) - {first.key}))]
     members = [pi for pi in members if pi.pod.metadata.deletion_timestamp is None]
-    # podGroupInfoForPod: by priority, then by when each member first entered the active queue.
-    members.sort(key=lambda pi: (-pi.priority, ctx.entered(pi.key)))
+    # podGroupInfoForPod: by priority, then by when each member first entered the active queue (v1.36), or by
+    # when each arrived (v1.37's PodGroupMemberPodsOrderingFunc).
+    members.sort(key=lambda pi: (-pi.priority, ctx.member_rank(pi.key)))
     mismatch = member_mismatch(ctx, group, members)
     if mismatch is not None:
         # The pods fail before any cycle runs (frameworkForPodGroup in v1.36; validatePodGroup in v1.37, which
