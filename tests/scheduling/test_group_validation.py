@@ -4,6 +4,8 @@ SchedulerError before any cycle."""
 
 from __future__ import annotations
 
+from test_composite_trees import cpg, engine, members, pg
+
 from phalanx.api.models import Pod
 from phalanx.scheduling.config import SchedulerConfig, default_profile, with_mode
 from phalanx.scheduling.scheduler import Scheduler
@@ -116,3 +118,44 @@ def test_v1_36_leaves_the_group_condition_of_a_schedulername_mismatch_untouched(
     s = _mixed_names("v1.36")
     assert s.recorder.outcomes["default/g-0"].reason == "SchedulerError"
     assert "default/g" not in s.groups.conditions
+
+
+def test_every_pod_of_a_tree_must_have_the_root_composite_pod_groups_priority() -> None:
+    """v1.37.2's validatePodGroup over a tree: each queued pod of each leaf against the root's priority; every pod
+    and every PodGroup (not the CompositePodGroup) fails with the error before any placement."""
+    nodes = [make_node("n").allocatable(cpu="8").obj()]
+    s, log = engine(
+        nodes,
+        [pg("a", 1, "root"), pg("b", 1, "root")],
+        [cpg("root", 2, priority=100)],
+        [*members("a", 1), *members("b", 1)],
+    )
+    message = "all pods in a single pod group should have the same priority as the pod group's priority, got 0 and 100"
+    for key in ("default/a-0", "default/b-0"):
+        out = log.outcomes[key]
+        assert (out.phase, out.reason, out.message) == ("Unschedulable", "SchedulerError", message)
+    for group in ("default/a", "default/b"):
+        condition = s.groups.conditions[group]
+        assert (condition.status, condition.reason, condition.message) == ("False", "SchedulerError", message)
+
+
+def test_a_tree_with_mixed_schedulernames_fails_with_v1_37s_message() -> None:
+    pods = [make_pod("a-0").requests(cpu="1").group("a").obj(), make_pod("b-0").requests(cpu="1").group("b").obj()]
+    pods[1].spec.scheduler_name = "other-scheduler"
+    config = SchedulerConfig(profiles=[default_profile(), default_profile("other-scheduler")])
+    s = Scheduler(with_mode(config, "v1.37"))
+    s.load(
+        [make_node("n").allocatable(cpu="8").obj()],
+        pods,
+        [pg("a", 1, "root"), pg("b", 1, "root")],
+        composite_pod_groups=[cpg("root", 2)],
+    )
+    s.run()
+    message = 'all pods in a single pod group should have the same .spec.schedulerName set, got: "{}" and "{}"'
+    out = s.recorder.outcomes["default/a-0"]
+    assert (out.phase, out.reason) == ("Unschedulable", "SchedulerError")
+    assert out.message in (
+        message.format("other-scheduler", "default-scheduler"),
+        message.format("default-scheduler", "other-scheduler"),
+    )
+    assert s.groups.conditions["default/b"].reason == "SchedulerError"

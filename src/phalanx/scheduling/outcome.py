@@ -59,9 +59,6 @@ CONDITION_DISRUPTION_TARGET = "DisruptionTarget"
 CONDITION_COMPOSITE_SCHEDULED = "CompositePodGroupScheduled"
 REASON_INVALID = "Invalid"
 MSG_COMPOSITE_UNSCHEDULABLE = "composite pod group is unschedulable"
-MSG_MIXED_SCHEDULER_TREE = (
-    'all pods in a pod group hierarchy should have the same .spec.schedulerName set, got: "{}" ("{}") and "{}" ("{}")'
-)
 MSG_NONE_SCHEDULABLE = "no pods were schedulable"
 MSG_MIXED_SCHEDULER = 'all pods in a single pod group should have the same .spec.schedulerName set, got: "{}" and "{}"'
 # v1.37's validatePodGroup (schedule_one_podgroup.go): the pod's value, then the group's (or the first member's).

@@ -54,6 +54,7 @@ from phalanx.scheduling.cycle.members import (
 )
 from phalanx.scheduling.cycle.placement import bound_member_rows
 from phalanx.scheduling.cycle.pod import rejection_of
+from phalanx.scheduling.cycle.validation import Mismatch, tree_mismatch
 from phalanx.scheduling.plugins.default_preemption import NAME as DEFAULT_PREEMPTION
 from phalanx.scheduling.plugins.gang_scheduling import NAME as GANG
 from phalanx.scheduling.plugins.topology_placement_generator import NAME as TOPOLOGY
@@ -111,10 +112,15 @@ def schedule_tree(ctx: CycleContext, first: PodInfo, tree: TreeNode) -> None:
     everyone = [pi for pis in members.values() for pi in pis]
     if not everyone:
         return
-    mixed = _mixed_scheduler(everyone)
-    if mixed is not None:
+    mismatch = _validate(ctx, tree, everyone)
+    if mismatch is not None:
+        # handlePodGroupFailureBeforeScheduling: every pod, and every PodGroup of the tree (not the
+        # CompositePodGroups), fails with the error.
         for pi in everyone:
-            ctx.reject(pi, Rejection(o.REASON_SCHEDULER_ERROR, mixed))
+            ctx.reject(pi, Rejection(o.REASON_SCHEDULER_ERROR, mismatch.message))
+        for leaf in tree.leaves():
+            if leaf.group is not None:
+                ctx.set_condition(leaf.group, "False", o.REASON_SCHEDULER_ERROR, mismatch.message)
         return
     t = _Tree(ctx, ctx.profile_for(everyone[0]), tree, members, greedy=not ctx.rules.composite_min_first_backtracking)
     run = _place_tree(t)
@@ -170,14 +176,12 @@ def _collect(ctx: CycleContext, first: PodInfo, tree: TreeNode) -> dict[str, lis
     return out
 
 
-def _mixed_scheduler(pods: list[PodInfo]) -> str | None:
-    first = pods[0]
-    for pi in pods[1:]:
-        if pi.pod.spec.scheduler_name != first.pod.spec.scheduler_name:
-            return o.MSG_MIXED_SCHEDULER_TREE.format(
-                pi.pod.spec.scheduler_name, pi.name, first.pod.spec.scheduler_name, first.name
-            )
-    return None
+def _validate(ctx: CycleContext, tree: TreeNode, everyone: list[PodInfo]) -> Mismatch | None:
+    """v1.37.2's validatePodGroup for the tree: the root CompositePodGroup's priority and preemption policy."""
+    spec = tree.composite.spec if tree.composite is not None else None
+    priority = ctx.groups.priorities.resolve(spec.priority, spec.priority_class_name) if spec else 0
+    policy = spec.preemption_policy if spec is not None else None
+    return tree_mismatch(ctx, priority, policy, [leaf.key for leaf in tree.leaves()], everyone)
 
 
 # --- placing a subtree ------------------------------------------------------------------------------------------------

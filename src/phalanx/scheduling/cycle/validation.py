@@ -17,7 +17,7 @@ from phalanx.scheduling import outcome as o
 from phalanx.scheduling.context import CycleContext
 from phalanx.scheduling.groups import GroupInfo
 
-__all__ = ["Mismatch", "member_mismatch"]
+__all__ = ["Mismatch", "member_mismatch", "tree_mismatch"]
 
 
 @dataclass(frozen=True)
@@ -34,13 +34,28 @@ def member_mismatch(ctx: CycleContext, group: GroupInfo, members: Sequence[PodIn
     if not ctx.release.validates_pod_group:
         other = next((pi.pod.spec.scheduler_name for pi in members if pi.pod.spec.scheduler_name != first), None)
         return None if other is None else Mismatch(o.MSG_MIXED_SCHEDULER.format(other, first), False)
-    priority = ctx.groups.priority(group.key)
-    gated = ctx.gates.pod_group_preemption_policy
     spec = group.pod_group.spec
     declared = spec.preemption_policy if spec is not None else None
+    return _first_mismatch(ctx, members, [group.key], ctx.groups.priority(group.key), declared)
+
+
+def tree_mismatch(
+    ctx: CycleContext, root_priority: int, root_policy: str | None, leaves: Sequence[str], queued: Sequence[PodInfo]
+) -> Mismatch | None:
+    """v1.37.2's validatePodGroup for a tree: every queued pod of every leaf, then every bound one, against the
+    first queued pod's schedulerName and the root CompositePodGroup's priority and preemption policy."""
+    return _first_mismatch(ctx, queued, leaves, root_priority, root_policy)
+
+
+def _first_mismatch(
+    ctx: CycleContext, queued: Sequence[PodInfo], groups: Sequence[str], priority: int, declared: str | None
+) -> Mismatch | None:
+    first = queued[0].pod.spec.scheduler_name
+    gated = ctx.gates.pod_group_preemption_policy
     policy = (declared or "PreemptLowerPriority") if gated else None
-    bound = [ctx.state.pods[k] for k in sorted(ctx.groups.members_of(group.key)) if k in ctx.state.pods]
-    for pi in [*members, *(b for b in bound if ctx.is_bound(b.key))]:
+    keys = sorted(k for g in groups for k in ctx.groups.members_of(g))
+    bound = [ctx.state.pods[k] for k in keys if k in ctx.state.pods]
+    for pi in [*queued, *(b for b in bound if ctx.is_bound(b.key))]:
         if pi.pod.spec.scheduler_name != first:
             return Mismatch(o.MSG_MIXED_SCHEDULER.format(pi.pod.spec.scheduler_name, first), True)
         if pi.priority != priority:
