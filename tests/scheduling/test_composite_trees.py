@@ -143,6 +143,19 @@ def test_bound_members_count_toward_a_leafs_min_count() -> None:
     assert phases(log) == {"a-0": "Running", "a-1": "Scheduled", "b-0": "Scheduled"}
 
 
+@pytest.mark.parametrize("compat", [None, "v1.37"])
+def test_bound_members_pin_their_composite_pod_groups_domain(compat: str | None) -> None:
+    """root (one rack) has a-0 bound in rack r1; the left-over b-0 fits only in r2, so it stays pending instead of
+    leaving the tree's rack (found by the v1.37.2 differential run, random-v137-1-0023)."""
+    nodes = [
+        make_node("r1-0").labels(rack="r1").allocatable(cpu="4").obj(),
+        make_node("r2-0").labels(rack="r2").allocatable(cpu="8").obj(),
+    ]
+    pods = [make_pod("a-0").group("a").requests(cpu="3").node("r1-0").obj(), *members("b", 1, cpu="2")]
+    _, log = engine(nodes, [pg("a", 1, "root"), pg("b", 1, "root")], [cpg("root", 1, **rack("rack"))], pods, compat)
+    assert phases(log) == {"a-0": "Running", "b-0": "Unschedulable"}
+
+
 def test_a_cycle_of_parents_is_invalid_everywhere() -> None:
     nodes = [make_node("n1").allocatable(cpu="4").obj()]
     composites = [cpg("a", 1, parent="b"), cpg("b", 1, parent="a")]

@@ -361,12 +361,10 @@ def _options(t: _Tree, node: TreeNode, within: BoolArray | None, limit: bool) ->
     if key is None:
         return _Choices([within])
     table = t.ctx.state.table
-    pinned: str | None = None
-    if node.group is not None:
-        try:
-            pinned = tas.pinned_domain(table, key, bound_member_rows(_leaf_cycle(t, node, limit)[0]))
-        except tas.PlacementError as exc:
-            return _Choices([], 1, _Run(node, False, UNSCHEDULABLE, within, message=str(exc)))
+    try:
+        pinned = tas.pinned_domain(table, key, _bound_rows(t, node, limit))
+    except tas.PlacementError as exc:
+        return _Choices([], 1, _Run(node, False, UNSCHEDULABLE, within, message=str(exc)))
     doms = [d for d in tas.domains(table, key, pinned) if within is None or (d.mask & within).any()]
     counted = _counted_options(t, node, key, within, doms, limit)
     scored = counted[0] if counted is not None else []
@@ -384,6 +382,17 @@ def _options(t: _Tree, node: TreeNode, within: BoolArray | None, limit: bool) ->
         ordered.append(within)  # the phalanx annotations' last resort: anywhere
         return _Choices(ordered)
     return _Choices(ordered, len(doms), first_failed)
+
+
+def _bound_rows(t: _Tree, node: TreeNode, limit: bool) -> list[tuple[str, int]]:
+    """(pod key, node row) of the bound members under ``node``: they pin its domain, a CompositePodGroup's too
+    (its left-over members of a satisfied tree stay in the domain its placed ones chose)."""
+    if node.group is not None:
+        return bound_member_rows(_leaf_cycle(t, node, limit)[0])
+    ctx = t.ctx
+    placement = ctx.state.placement
+    keys = {k for leaf in node.leaves() for k in ctx.groups.members_of(leaf.key)}
+    return sorted((k, placement[k]) for k in keys if ctx.is_bound(k) and k in placement)
 
 
 def _counted_options(
