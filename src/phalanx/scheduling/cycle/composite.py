@@ -58,7 +58,12 @@ from phalanx.scheduling.cycle.validation import Mismatch, tree_mismatch
 from phalanx.scheduling.plugins.default_preemption import NAME as DEFAULT_PREEMPTION
 from phalanx.scheduling.plugins.gang_scheduling import NAME as GANG
 from phalanx.scheduling.plugins.topology_placement_generator import NAME as TOPOLOGY
-from phalanx.scheduling.preemption.workload import group_preemption_policy_never, select_group_victims, victim_units
+from phalanx.scheduling.preemption.workload import (
+    group_preemption_policy_never,
+    reprieve_on_fixed_nodes,
+    select_group_victims,
+    victim_units,
+)
 from phalanx.scheduling.profile import Profile
 from phalanx.scheduling.recorder import Rejection
 from phalanx.scheduling.trees import INVALID, KIND_COMPOSITE, TreeNode, TreeProblem
@@ -125,11 +130,33 @@ def schedule_tree(ctx: CycleContext, first: PodInfo, tree: TreeNode) -> None:
     t = _Tree(ctx, ctx.profile_for(everyone[0]), tree, members, greedy=not ctx.rules.composite_min_first_backtracking)
     run = _place_tree(t)
     _submit(t, run)
-    if not run.ok and run.status == UNSCHEDULABLE and ctx.gates.workload_aware_preemption:
+    wap = ctx.gates.workload_aware_preemption
+    if not run.ok and run.status == UNSCHEDULABLE and wap:
         began = time.perf_counter()
         _preempt(t, everyone)
         ctx.stats.preemption_seconds.append(time.perf_counter() - began)
+    elif run.ok and wap and ctx.rules.leftover_members_preempt_at_once:
+        _preempt_for_leftovers(t)
     ctx.stats.cycle_seconds.append(time.perf_counter() - start)
+
+
+def _preempt_for_leftovers(t: _Tree) -> None:
+    """v1.37: the members a satisfied tree left unplaced get their next cycle at once; it places none of them (they
+    just failed), so the tree preempts for them, as a PodGroup's leftovers do (leftover-members-preempt-at-once)."""
+    ctx = t.ctx
+    left = {key: [pi for pi in pis if not ctx.is_bound(pi.key)] for key, pis in t.members.items()}
+    rest = [pi for pis in left.values() for pi in pis]
+    if not rest:
+        return
+    began = time.perf_counter()
+    again = _Tree(ctx, t.profile, t.root, left, greedy=t.greedy)
+    run = _place_tree(again)
+    if run.ok:
+        _forget(again, run)  # the state changed under them after all: their own next cycle places them
+    elif run.status == UNSCHEDULABLE:
+        _preempt(again, rest)
+        ctx.changed_by("leftover_members_preempt_at_once", [pi.key for pi in rest])
+    ctx.stats.preemption_seconds.append(time.perf_counter() - began)
 
 
 def _place_tree(t: _Tree) -> _Run:
@@ -613,6 +640,23 @@ class _TreeSimulator:
         return len(placed), ok
 
 
+def _run_once(t: _Tree) -> tuple[list[tuple[PodInfo, int]], bool]:
+    """v1.37's single run of the tree algorithm for workload-aware preemption, forgotten at once."""
+    run = _place_tree(t)
+    if not run.ok:
+        return [], False
+    placed = list(_placements(run))
+    _forget(t, run)
+    return placed, True
+
+
+def _fits(t: _Tree, pi: PodInfo, row: int) -> bool:
+    table = t.ctx.state.table
+    only = np.zeros(len(table), dtype=bool)
+    only[row] = True
+    return t.profile.schedule(pi, table, only).node == row
+
+
 def _preempt(t: _Tree, everyone: list[PodInfo]) -> None:
     """v1.37: preemption is decided at the root, for the whole tree. Victims are lower-priority units outside the
     tree; they are evicted only if the tree then fits."""
@@ -625,7 +669,10 @@ def _preempt(t: _Tree, everyone: list[PodInfo]) -> None:
     units = [u for u in victim_units(ctx, own, priority) if not any(p.group_key in leaves for p in u.pods)]
     if not units:
         return
-    found = select_group_victims(ctx, units, _TreeSimulator(t))
+    if ctx.release.wap_single_run and not ctx.rules.reprieve_by_rerun:
+        found = reprieve_on_fixed_nodes(ctx, units, lambda: _run_once(t), lambda pi, row: _fits(t, pi, row))
+    else:
+        found = select_group_victims(ctx, units, _TreeSimulator(t))
     if found is None or not found.victims:
         return
     names = ctx.state.table.names
