@@ -51,6 +51,7 @@ from phalanx.scheduling.cycle.members import (
     default_algorithm,
     forget,
     heterogeneous,
+    passes_filters,
 )
 from phalanx.scheduling.cycle.placement import bound_member_rows
 from phalanx.scheduling.cycle.pod import rejection_of
@@ -650,13 +651,6 @@ def _run_once(t: _Tree) -> tuple[list[tuple[PodInfo, int]], bool]:
     return placed, True
 
 
-def _fits(t: _Tree, pi: PodInfo, row: int) -> bool:
-    table = t.ctx.state.table
-    only = np.zeros(len(table), dtype=bool)
-    only[row] = True
-    return t.profile.schedule(pi, table, only).node == row
-
-
 def _preempt(t: _Tree, everyone: list[PodInfo]) -> None:
     """v1.37: preemption is decided at the root, for the whole tree. Victims are lower-priority units outside the
     tree; they are evicted only if the tree then fits."""
@@ -670,7 +664,9 @@ def _preempt(t: _Tree, everyone: list[PodInfo]) -> None:
     if not units:
         return
     if ctx.release.wap_single_run and not ctx.rules.reprieve_by_rerun:
-        found = reprieve_on_fixed_nodes(ctx, units, lambda: _run_once(t), lambda pi, row: _fits(t, pi, row))
+        found = reprieve_on_fixed_nodes(
+            ctx, units, lambda: _run_once(t), lambda pi, row: passes_filters(t.profile, pi, t.ctx.state.table, row)
+        )
     else:
         found = select_group_victims(ctx, units, _TreeSimulator(t))
     if found is None or not found.victims:

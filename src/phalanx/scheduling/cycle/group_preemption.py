@@ -15,7 +15,14 @@ from phalanx.cluster.pods import PodInfo
 from phalanx.scheduling import outcome as o
 from phalanx.scheduling import placement as tas
 from phalanx.scheduling.context import Preemptor
-from phalanx.scheduling.cycle.members import GroupCycle, Rejections, default_algorithm, forget, heterogeneous
+from phalanx.scheduling.cycle.members import (
+    GroupCycle,
+    Rejections,
+    default_algorithm,
+    forget,
+    heterogeneous,
+    passes_filters,
+)
 from phalanx.scheduling.cycle.placement import bound_member_rows, placement_run
 from phalanx.scheduling.plugins.default_preemption import NAME as DEFAULT_PREEMPTION
 from phalanx.scheduling.plugins.node_resources_fit import NodeResourcesFit
@@ -126,9 +133,7 @@ def _single_run(c: GroupCycle, intent: tas.Intent | None, priority: int) -> Grou
         return placed, ok
 
     def fits(pi: PodInfo, row: int) -> bool:
-        only = np.zeros(len(table), dtype=bool)
-        only[row] = True
-        return c.profile.schedule(pi, table, only).node == row
+        return passes_filters(c.profile, pi, table, row)
 
     return reprieve_on_fixed_nodes(c.ctx, units, run, fits) if units else None
 

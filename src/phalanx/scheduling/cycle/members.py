@@ -11,7 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from phalanx.arrays import BoolArray, IntArray
+from phalanx.cluster.nodes import NodeTable
 from phalanx.cluster.pods import PodInfo
 from phalanx.scheduling import outcome as o
 from phalanx.scheduling import placement as tas
@@ -40,6 +43,7 @@ __all__ = [
     "forget",
     "group_claim_placements",
     "heterogeneous",
+    "passes_filters",
     "place",
     "submit",
 ]
@@ -191,6 +195,14 @@ def _preempt_member(c: GroupCycle, pi: PodInfo, attempt: Attempt) -> int | None:
         return None
     c.ctx.evict(candidate.victims, Preemptor("Pod", pi.namespace, pi.name, c.profile.scheduler_name))
     return candidate.row
+
+
+def passes_filters(profile: Profile, pi: PodInfo, table: NodeTable, row: int) -> bool:
+    """Whether the pod passes every filter on node ``row`` as the state is now (v1.37's reprieve check, which runs
+    the Filter plugins on a member's fixed node)."""
+    only = np.zeros(len(table), dtype=bool)
+    only[row] = True
+    return profile.schedule(pi, table, only).node == row
 
 
 def forget(c: GroupCycle, placed: Placed) -> None:
