@@ -48,9 +48,9 @@ from phalanx.scheduling.cycle.members import (
     GroupCycle,
     Placed,
     bound_members,
+    counted_by_slots,
     default_algorithm,
     forget,
-    heterogeneous,
     passes_filters,
 )
 from phalanx.scheduling.cycle.placement import bound_member_rows
@@ -433,7 +433,7 @@ def _counted_options(
         return None
     c, need = _leaf_cycle(t, node, limit)
     table = t.ctx.state.table
-    if not c.members or heterogeneous(c.members) or not tas.per_node_only(t.profile, c.members[0], table):
+    if not counted_by_slots(t.profile, c.members, table):
         return None
     room = c.room()
     free = tas.per_domain(table, key, room if within is None else np.where(within, room, 0))

@@ -18,9 +18,9 @@ from phalanx.scheduling.context import Preemptor
 from phalanx.scheduling.cycle.members import (
     GroupCycle,
     Rejections,
+    counted_by_slots,
     default_algorithm,
     forget,
-    heterogeneous,
     passes_filters,
 )
 from phalanx.scheduling.cycle.placement import bound_member_rows, placement_run
@@ -161,7 +161,7 @@ def _cheapest(c: GroupCycle, priority: int, options: Sequence[BoolArray | None])
         units = victim_units(c.ctx, c.group.key, priority, within)
         if not units:
             continue
-        exact = tas.per_node_only(c.profile, c.members[0], c.ctx.state.table) and not heterogeneous(c.members)
+        exact = counted_by_slots(c.profile, c.members, c.ctx.state.table)
         sim = _SlotSimulator(c, within) if exact and not c.members[0].host_ports else _Simulator(c, within)
         found = select_group_victims(c.ctx, units, sim)
         if found is not None and (best is None or found.cost() < best.cost()):

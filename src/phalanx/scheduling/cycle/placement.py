@@ -17,10 +17,10 @@ from phalanx.scheduling.cycle.members import (
     GroupCycle,
     Placed,
     Rejections,
+    counted_by_slots,
     default_algorithm,
     fail_all,
     forget,
-    heterogeneous,
     submit,
 )
 
@@ -103,7 +103,7 @@ def _evaluate_all(c: GroupCycle, key: str, candidates: list[tas.Domain]) -> list
     exact, else by running the cycle in each domain."""
     table = c.ctx.state.table
     free = tas.per_domain(table, key, c.room())
-    exact = tas.per_node_only(c.profile, c.members[0], table) and not heterogeneous(c.members)
+    exact = counted_by_slots(c.profile, c.members, table)
     out = []
     for dom in candidates:
         room = int(free[dom.code])
@@ -163,11 +163,7 @@ def _narrow(c: GroupCycle, chosen: _Evaluation) -> BoolArray:
     spread it."""
     within = chosen.domain.mask
     levels = [lvl for lvl in c.profile.topology_levels if lvl != tas.HOSTNAME]
-    if (
-        chosen.domain.key not in levels
-        or not tas.per_node_only(c.profile, c.members[0], c.ctx.state.table)
-        or heterogeneous(c.members)
-    ):
+    if chosen.domain.key not in levels or not counted_by_slots(c.profile, c.members, c.ctx.state.table):
         return within
     table = c.ctx.state.table
     room = c.room()
