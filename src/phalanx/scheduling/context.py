@@ -90,10 +90,6 @@ class CycleContext(Protocol):
         """Pull the queued pods ``keys`` out of the queue (a PodGroup cycle takes its members)."""
         ...
 
-    def entered(self, key: str) -> int:
-        """The rank of the pod's first entry into the active queue (kube's InitialAttemptTimestamp)."""
-        ...
-
     def member_rank(self, key: str) -> int:
         """Where the pod ranks among its PodGroup's members of equal priority: its first entry into the active
         queue (v1.36, and phalanx's ``quorum-member-first``), or its first arrival in the queue (v1.37,

@@ -168,9 +168,6 @@ class Scheduler:
     def take(self, keys: Iterable[str]) -> list[PodInfo]:
         return self.queue.take(keys)
 
-    def entered(self, key: str) -> int:
-        return self.queue.entered(key)
-
     def member_rank(self, key: str) -> int:
         return self.queue.arrived(key) if self._by_arrival else self.queue.entered(key)
 
@@ -447,7 +444,8 @@ class Scheduler:
         if not self._release.gated_member_holds_group:
             return None
         for key in self._tree_leaves(group.key):
-            for other in sorted(self.queue.gated_members(key) - {pi.key}):
+            other = min(self.queue.gated_members(key) - {pi.key}, default=None)
+            if other is not None:
                 _, status = self.queue.gated[other]
                 gate = Waiting(o.REASON_WAITING_MEMBER, o.MSG_WAIT_MEMBER.format(other, render(status.reasons)))
                 return Status(_UNRESOLVABLE, (gate,), gang_scheduling.NAME)
