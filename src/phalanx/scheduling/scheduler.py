@@ -218,7 +218,8 @@ class Scheduler:
         """The snapshot's pods in the order kube-scheduler's queue would take them in, had they arrived one by one
         by creation (then name): GangScheduling's PreEnqueue holds a gang's members until minCount of them exist,
         so the member that completes the quorum enters first and the held ones follow it. The order in which
-        pending pods first enter the active queue orders a PodGroup cycle's members (``entered``)."""
+        pending pods first enter the active queue orders a PodGroup cycle's members (``member_rank``). v1.37 (when
+        ``member_rank`` follows arrival) holds nobody back here: its members go by creation, then name."""
         if self._by_arrival:
             return sorted(infos, key=lambda p: (p.created, p.key))  # v1.37 orders members by arrival, not entry
         out: list[PodInfo] = []
