@@ -4,8 +4,8 @@ that cluster events move back to the active queue (queueing hints).
 Pods, not groups, are queued, as in v1.36: when a PodGroup member is popped, the cycle pulls its other queued
 members out with ``take``, and orders them by when each first entered the active queue (``entered``, kube's
 InitialAttemptTimestamp; v1.36), or by when each first arrived in the queue, gated or not (``arrived``; v1.37's
-order, under ``--compat v1.37``). A pod that no plugin rejected is retried on any event. Which events release which pods comes from the plugins (``PluginSpec.events``), passed
-in by the engine.
+order, under ``--compat v1.37``). A pod that no plugin rejected is retried on any event. Which events release
+which pods comes from the plugins (``PluginSpec.events``), passed in by the engine.
 
 Members a successful PodGroup cycle left unplaced are retried once the active queue is empty (``back_off``): v1.36
 requeues every failed PodGroup member through its backoff queue (no queueing hints at group level yet), so their
