@@ -177,7 +177,11 @@ class Controller:
         except queue.Empty:
             return n
 
-    def _apply(self, item: Delta | Replace | _Refresh | _RetryGroup | _VictimStays | _ClaimsWritten) -> None:
+    def _apply(self, item: Delta | Replace | _Refresh | _RetryGroup | _VictimStays | _ClaimsWritten | _Batch) -> None:
+        if isinstance(item, _Batch):
+            for sub in item.items:
+                self._apply(sub)
+            return
         if isinstance(item, Replace):
             self._replace(item)
             return
@@ -432,6 +436,7 @@ class Controller:
         """Binder thread: bind the pods whose claims were written; a failed write fails its pod as a failed binding
         does. The claims settle on the controller thread after the failed pods' re-reads (queued first), so the
         engine frees the failed pods' reservations before it sees the claims as the API server has them."""
+        failed: list[Delta | _Refresh] = []
         for key, node in pods.items():
             pod = self.cache["pods"].get(key)
             if pod is None:
@@ -440,8 +445,10 @@ class Controller:
             if err is None:
                 self._submit_bind(key, pod, node, prebound=True)
             else:
-                self._bound(key, pod, err)
-        self.deltas.put(_ClaimsWritten(tuple(pods), result))
+                failed.append(self._failed_binding(key, pod, err))
+        # One delta: the controller must not run the engine on a failed pod's re-read before the claims settle,
+        # or it retries the pod against the claim it failed to write (a second 409).
+        self.deltas.put(_Batch((*failed, _ClaimsWritten(tuple(pods), result))))
 
     def _claims_written(self, pods: tuple[str, ...], result: PreBindResult) -> None:
         for key, obj in result.claims.items():
@@ -474,6 +481,11 @@ class Controller:
         """Binder thread: hand the outcome back to the controller thread as a delta."""
         if err is None:
             return
+        self.deltas.put(self._failed_binding(key, pod, err))
+
+    def _failed_binding(self, key: str, pod: dict[str, Any], err: ApiError) -> Delta | _Refresh:
+        """Binder thread: a pod whose binding failed for good, as the delta that makes the engine see it as it is
+        now (requeued if still pending; gone if deleted)."""
         md = pod["metadata"]
         gname = ((pod.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName")
         gname = gname or (md.get("labels") or {}).get(POD_GROUP_LABEL)
@@ -487,12 +499,11 @@ class Controller:
             fresh = self.api.get_pod(md["namespace"], md["name"])
         except ApiError as exc:
             if exc.code == 404:
-                self.deltas.put(Delta("pods", "DELETED", pod))
-            else:  # cannot tell: treat it as still pending, so it is retried (a 409 answers a second binding)
-                self.deltas.put(_Refresh(key, {**pod, "spec": {**(pod.get("spec") or {}), "nodeName": ""}}))
-            return
+                return Delta("pods", "DELETED", pod)
+            # cannot tell: treat it as still pending, so it is retried (a 409 answers a second binding)
+            return _Refresh(key, {**pod, "spec": {**(pod.get("spec") or {}), "nodeName": ""}})
         # Force the engine to see the pod as it is now, even if the watch already delivered this version.
-        self.deltas.put(_Refresh(key, fresh))
+        return _Refresh(key, fresh)
 
     def _evict(self, ev: o.Eviction) -> None:
         key = f"{ev.namespace}/{ev.name}"
@@ -589,6 +600,13 @@ class _Refresh:
 class _ClaimsWritten:
     pods: tuple[str, ...]
     result: PreBindResult
+
+
+@dataclass(frozen=True, slots=True)
+class _Batch:
+    """Deltas the controller applies together, before the engine runs again."""
+
+    items: tuple[Any, ...]
 
 
 @dataclass(frozen=True, slots=True)
