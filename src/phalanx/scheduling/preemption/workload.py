@@ -4,7 +4,8 @@ or a whole PodGroup-mode group), all removed, then reprieved most important firs
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -108,17 +109,11 @@ def select_group_victims(ctx: CycleContext, units: list[Unit], sim: Simulator) -
     Otherwise put units back, PDB-violating first and most important first, keeping each one the group still
     fits beside (beyond v1.36, ``Rules.reprieve_keeps_placed_members``: with no fewer members placed than with
     every victim gone). The state is left as found."""
-    state = ctx.state
-    removed: list[tuple[PodInfo, int]] = [(p, state.placement[p.key]) for u in units for p in u.pods]
-    held = Held(ctx.state, ctx.claims, ctx.rules.dra_aware_preemption)
-    for p, _ in removed:
-        held.remove(p)
-    try:
-        most, ok = sim.count(range(len(state.table)))
+    with _all_removed(ctx, units) as (held, where):
+        most, ok = sim.count(range(len(ctx.state.table)))
         if not ok:
             return None
-        violating, fine = _reprieve_order(ctx, units, removed)
-        where = {p.key: row for p, row in removed}
+        violating, fine = _reprieve_order(ctx, units)
         victims: list[Unit] = []
         violations = 0
         fired: set[str] = set()
@@ -143,10 +138,6 @@ def select_group_victims(ctx: CycleContext, units: list[Unit], sim: Simulator) -
         if _gang_order_mattered(units, victims):
             fired.add("prefer_non_gang_victims")
         return GroupPreemption(victims, nominated, violations, fired)
-    finally:
-        for p, row in removed:
-            if p.key not in state.placement:
-                held.add(p, row)
 
 
 def reprieve_on_fixed_nodes(
@@ -160,17 +151,11 @@ def reprieve_on_fixed_nodes(
     PDB-violating first and most important first, keeping each one beside which every member ``run`` placed, in
     cycle order with the earlier ones assumed, still ``fits`` on the node that run chose. The members are
     nominated to those nodes. The state is left as found."""
-    state = ctx.state
-    removed: list[tuple[PodInfo, int]] = [(p, state.placement[p.key]) for u in units for p in u.pods]
-    held = Held(ctx.state, ctx.claims, ctx.rules.dra_aware_preemption)
-    for p, _ in removed:
-        held.remove(p)
-    try:
+    with _all_removed(ctx, units) as (held, where):
         assignments, ok = run()
         if not ok:
             return None
-        violating, fine = _reprieve_order(ctx, units, removed)
-        where = {p.key: row for p, row in removed}
+        violating, fine = _reprieve_order(ctx, units)
         victims: list[Unit] = []
         violations = 0
         for group, is_violating in ((violating, True), (fine, False)):
@@ -183,10 +168,6 @@ def reprieve_on_fixed_nodes(
                     victims.append(u)
                     violations += is_violating
         return GroupPreemption(victims, {pi.key: row for pi, row in assignments}, violations)
-    finally:
-        for p, row in removed:
-            if p.key not in state.placement:
-                held.add(p, row)
 
 
 def _all_fit(ctx: CycleContext, assignments: list[tuple[PodInfo, int]], fits: Callable[[PodInfo, int], bool]) -> bool:
@@ -203,12 +184,30 @@ def _all_fit(ctx: CycleContext, assignments: list[tuple[PodInfo, int]], fits: Ca
             ctx.unreserve(pi)
 
 
-def _reprieve_order(
-    ctx: CycleContext, units: list[Unit], removed: list[tuple[PodInfo, int]]
-) -> tuple[list[Unit], list[Unit]]:
+@contextmanager
+def _all_removed(ctx: CycleContext, units: list[Unit]) -> Iterator[tuple[Held, dict[str, int]]]:
+    """Every potential victim removed for the what-if, with (pod key -> node row) of each; whatever is still out at
+    the end is put back, so the state is left as found."""
+    state = ctx.state
+    where = {p.key: state.placement[p.key] for u in units for p in u.pods}
+    held = Held(ctx.state, ctx.claims, ctx.rules.dra_aware_preemption)
+    for u in units:
+        for p in u.pods:
+            held.remove(p)
+    try:
+        yield held, where
+    finally:
+        for u in units:
+            for p in u.pods:
+                if p.key not in state.placement:
+                    held.add(p, where[p.key])
+
+
+def _reprieve_order(ctx: CycleContext, units: list[Unit]) -> tuple[list[Unit], list[Unit]]:
     """The units in reprieve order, most important first: those whose eviction would violate a PDB, then the rest."""
     units = sorted(units, key=Unit.importance)
-    budgets = Budgets.of(ctx.pdbs, [*ctx.state.pods.values(), *(p for p, _ in removed)]) if ctx.pdbs else Budgets()
+    removed = [p for u in units for p in u.pods]
+    budgets = Budgets.of(ctx.pdbs, [*ctx.state.pods.values(), *removed]) if ctx.pdbs else Budgets()
     violating_pods, _ = budgets.split([p for u in units for p in u.pods])
     bad = {p.key for p in violating_pods}
     return [u for u in units if any(p.key in bad for p in u.pods)], [
