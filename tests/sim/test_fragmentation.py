@@ -24,6 +24,7 @@ from phalanx.scheduling.plugins.gpu_share.policy import (
     fragmentation,
     gpu_sums,
     placement_sums,
+    scarcity,
     stranding,
     typical_pods,
 )
@@ -76,6 +77,29 @@ def test_stranding_hand_computed_and_phalanx_sends_cpu_only_pods_where_it_strand
     assert POLICIES["fgd"](v, cpu_pod, rows, target).tolist() == [50.0, 50.0]  # FGD sees no difference
     phalanx = POLICIES["phalanx"](v, cpu_pod, rows, target)
     assert phalanx[1] > phalanx[0]  # on node 0 it would strand 500 more milli: floor(-500/80) = -7 steps
+
+
+def test_scarcity_sends_pods_with_a_choice_of_models_to_the_model_constrained_pods_need_less() -> None:
+    # half the pods take any of 3 models, half need model 0 or 1; the cluster has 6 GPUs of model 0, 2 of model 1
+    target = typical_pods([(1000, 1000, 1, None), (1000, 1000, 1, frozenset({0, 1}))], 3)
+    assert target.constrained_demand.tolist() == [250.0, 250.0, 0.0]  # 0.5 * 1000 milli, spread over both
+    v = view([8000, 8000, 8000], [[1000, 1000], [1000, 1000], [1000] * 4], model=[0, 1, 0])
+    # pressure 250/6000 and 250/2000: points floor(2 * 1/3 + 0.5) = 1 and floor(2 + 0.5) = 2
+    assert scarcity(v, target).tolist() == [1.0, 2.0, 0.0]
+    pod, rows = GpuPod(cpu=1000, mem=1, num_gpu=1, gpu_milli=1000), np.array([0, 1])
+    assert POLICIES["fgd"](v, pod, rows, target).tolist() == [50.0, 50.0]  # both models serve every shape alike
+    phalanx = POLICIES["phalanx"](v, pod, rows, target)
+    assert phalanx[0] > phalanx[1]  # model 1 is what the constrained pods would run short of first
+    # without model-constrained shapes nothing is scarce and the scores are FGD's gradient alone
+    free_target = typical_pods([(1000, 1000, 1, None)], 3)
+    assert scarcity(v, free_target).tolist() == [0.0, 0.0, 0.0]
+    assert POLICIES["phalanx"](v, pod, rows, free_target).tolist() == [50e6, 50e6]
+
+
+def test_stranding_is_measured_coarser_when_every_gpu_pod_shares() -> None:
+    assert typical_pods([(1000, 1000, 1, None), (1000, 500, 1, None)], 1).stranding_resolution == 80.0
+    assert typical_pods([(1000, 0, 0, None), (1000, 500, 1, None)], 1).stranding_resolution == 160.0
+    assert typical_pods([(1000, 0, 0, None)], 1).stranding_resolution == 80.0  # no GPU shape at all
 
 
 def test_placement_sums_equal_a_full_recount() -> None:

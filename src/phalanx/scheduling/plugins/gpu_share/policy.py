@@ -31,12 +31,16 @@ __all__ = [
     "fragmentation",
     "gpu_sums",
     "placement_sums",
+    "scarcity",
     "stranding",
     "typical_pods",
 ]
 
 
 GPU_MILLI = 1000  # one whole GPU, as the device's consumable capacity `milli`
+STRANDING_RESOLUTION = 80.0  # milli-GPU: smaller differences in stranding are ties, left to the node order
+PRIMARY = 1e6  # a step of the primary score outweighs any secondary difference (|secondary| <= 8000/80)
+SCARCITY_POINTS = 2  # gradient points a GPU pod gives up on the model constrained pods need most
 MAX_SPEC_CPU = 128_000.0  # FGD artifact normalisers (spec §4.0)
 MAX_SPEC_GPU = 8_000.0
 
@@ -111,11 +115,33 @@ class TargetDistribution:
         return gpu_sums(whole * 0, self).plus(gpu_sums(whole, self), -1.0)
 
     @cached_property
+    def constrained(self) -> BoolArray:
+        """Per shape: a GPU shape that accepts only some models."""
+        constrained: BoolArray = ~self.allowed.all(axis=1) & (self.gpu_milli > 0)
+        return constrained
+
+    @cached_property
     def reserved(self) -> BoolArray:
         """Per model: does some model-constrained GPU shape accept it (those GPUs are not interchangeable)."""
-        constrained = ~self.allowed.all(axis=1) & (self.gpu_milli > 0)
-        reserved: BoolArray = np.asarray(self.allowed[constrained].any(axis=0), dtype=np.bool_)
+        reserved: BoolArray = np.asarray(self.allowed[self.constrained].any(axis=0), dtype=np.bool_)
         return reserved
+
+    @cached_property
+    def constrained_demand(self) -> FloatArray:
+        """Per model: the GPU milli per arriving pod that model-constrained shapes expect of it, each shape's
+        p_m * k_m * g_m spread evenly over the models it accepts."""
+        weight = self.prob * np.maximum(self.num_gpu, 1) * self.gpu_milli
+        spread = self.allowed / np.maximum(self.allowed.sum(axis=1, keepdims=True), 1)
+        demand: FloatArray = (weight[self.constrained, None] * spread[self.constrained]).sum(axis=0)
+        return demand
+
+    @cached_property
+    def stranding_resolution(self) -> float:
+        """The step (milli-GPU) below which stranding differences are ties: 80, or 160 when every GPU shape of the
+        target shares a GPU (measured on the openb traces, docs/simulate.md#phalanxs-policy)."""
+        gpu = self.gpu_milli > 0
+        shares_only = bool(gpu.any()) and bool((self.gpu_milli[gpu] < GPU_MILLI).all())
+        return 2 * STRANDING_RESOLUTION if shares_only else STRANDING_RESOLUTION
 
 
 def typical_pods(
@@ -389,18 +415,16 @@ def placement_sums(gpu_free: IntArray, pod: GpuPod, target: TargetDistribution) 
     return target.whole_placement  # a whole-GPU pod empties completely free GPUs
 
 
-STRANDING_RESOLUTION = 80.0  # milli-GPU: smaller differences in stranding are ties, left to the node order
-PRIMARY = 1e6  # a step of the primary score outweighs any secondary difference (|secondary| <= 8000/80)
-
-
 def phalanx_score(
     view: GpuView, pod: GpuPod, rows: IntArray, target: TargetDistribution, rng: np.random.Generator | None = None
 ) -> FloatArray:
     """phalanx's default GPU scoring: FGD's integer fragmentation gradient, refined by CPU stranding.
 
     GPU pods: primary = floor(100*sigmoid(dF/1000)) (spec §4.6, evaluated at the slot `choose_gpus` takes), then
-    fewer GPU milli stranded by CPU (in steps of 80 milli) except on models constrained target shapes need.
-    CPU-only pods: primary = least stranding growth, then the FGD gradient. Remaining ties: the node order.
+    fewer GPU milli stranded by CPU (in steps of `stranding_resolution`) except on models constrained shapes need.
+    CPU-only pods: primary = least stranding growth, then the FGD gradient. A GPU pod's gradient loses up to
+    SCARCITY_POINTS on the models that model-constrained pods need most (`scarcity`), so pods that may go
+    elsewhere do. Remaining ties: the node order.
     """
     cpu, model, free = view.cpu_free[rows], view.model[rows], view.gpu_free[rows]
     before = gpu_sums(free, target)
@@ -409,11 +433,32 @@ def phalanx_score(
     delta = fragmentation_of(before, cpu, model, target) - fragmentation_of(after, cpu_after, model, target)
     gradient = np.floor(100.0 / (1.0 + np.exp(-delta / 1000.0)))
     growth = stranding_of(after, cpu_after, model, target) - stranding_of(before, cpu, model, target)
-    less_stranding = np.floor(-growth / STRANDING_RESOLUTION)
+    less_stranding = np.floor(-growth / target.stranding_resolution)
     if pod.num_gpu == 0:
         return less_stranding * PRIMARY + gradient
+    if target.reserved.any():
+        gradient = gradient - scarcity(view, target)[model]
     # moving flexible GPU pods to CPU-rich nodes would take GPUs that model-constrained pods cannot replace
     return gradient * PRIMARY + less_stranding * ~target.reserved[model]  # type: ignore[no-any-return]
+
+
+def scarcity(view: GpuView, target: TargetDistribution) -> FloatArray:
+    """Per model: the gradient points (0..SCARCITY_POINTS) a GPU pod gives up there (a pod confined to one
+    model loses the same on every node it may take, so only pods with a choice of models are moved).
+
+    A model's pressure is the GPU milli per pod that model-constrained shapes expect of it over the GPU milli the
+    cluster has of it; the points are SCARCITY_POINTS * pressure / the highest pressure, rounded. Pods that can
+    go anywhere then leave the scarce models to the pods that cannot (on openb's gpuspec25: T4 loses 2 points,
+    P100 and V100 1, G2 and G3 none).
+    """
+    demand = target.constrained_demand
+    slots = (view.gpu_free >= 0).sum(axis=1)
+    supply = np.bincount(view.model, weights=slots, minlength=len(demand))[: len(demand)] * GPU_MILLI
+    pressure = demand / np.maximum(supply, 1.0)
+    points: FloatArray = np.zeros(max(len(demand), int(view.model.max(initial=0)) + 1))
+    if pressure.max(initial=0.0) > 0:
+        points[: len(demand)] = np.floor(SCARCITY_POINTS * pressure / pressure.max() + 0.5)
+    return points
 
 
 def phalanx_gpus(
