@@ -138,7 +138,7 @@ class TargetDistribution:
     @cached_property
     def stranding_resolution(self) -> float:
         """The step (milli-GPU) below which stranding differences are ties: 80, or 160 when every GPU shape of the
-        target shares a GPU (measured on the openb traces, docs/simulate.md#phalanxs-policy)."""
+        target shares a GPU (measured on the openb traces: docs/simulate.md, the GPU-fragmentation experiment)."""
         gpu = self.gpu_milli > 0
         shares_only = bool(gpu.any()) and bool((self.gpu_milli[gpu] < GPU_MILLI).all())
         return 2 * STRANDING_RESOLUTION if shares_only else STRANDING_RESOLUTION
