@@ -61,6 +61,7 @@ def _print_diffs(r: Comparison) -> None:
                 ("tie-dependent", r.tie_dependent),
                 ("member-order", r.member_order),
                 ("preemption-race", r.preemption_race),
+                ("condition-race", r.condition_race),
             )
             if on
         ]
@@ -120,7 +121,12 @@ def main() -> int:
                 doc = {"apiVersion": "v1", "kind": "List", "items": r.objects}
                 (args.save / f"{snap.name}.json").write_text(json.dumps(doc, indent=1))
                 (args.save / f"{snap.name}.kube.log").write_text(r.kube.log if r.kube else "")
-                marks = {"tieDependent": r.tie_dependent, "memberOrder": r.member_order, "race": r.preemption_race}
+                marks = {
+                    "tieDependent": r.tie_dependent,
+                    "memberOrder": r.member_order,
+                    "race": r.preemption_race,
+                    "conditionRace": r.condition_race,
+                }
                 outcomes = {"kube": _outcome(r), "diffs": r.diffs, **marks}
                 (args.save / f"{snap.name}.outcome.json").write_text(json.dumps(outcomes, indent=1))
             if args.repeat and (disagrees or args.only):

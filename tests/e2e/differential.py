@@ -18,7 +18,10 @@ Two kinds of disagreement are marked, not hidden (docs/conformance.md says why e
                   taken as interchangeable: kube-scheduler orders a group's members at random;
   preemption-race kube-scheduler's workload-aware preemption lost the room it made: it preempted for the same
                   PodGroup more than once, or the group ended unscheduled after preempting (other pods took the
-                  room while the preemption ran; it nominates nothing for a group).
+                  room while the preemption ran; it nominates nothing for a group);
+  condition-race  only PodGroup conditions differ, and kube-scheduler left each of those groups False after its
+                  log says a cycle scheduled it, where phalanx says True/Scheduled: a left-over member's retry
+                  patched False over True before the informer had the True (updatePodGroupCondition reads it).
 """
 
 from __future__ import annotations
@@ -98,6 +101,7 @@ class Comparison:
     tie_dependent: bool = False
     member_order: bool = False
     preemption_race: bool = False
+    condition_race: bool = False
     settled: bool = True
     seconds: dict[str, float] = field(default_factory=dict)
     kube: KubeOutcome | None = None
@@ -153,6 +157,16 @@ def compare(snap: Snapshot, kube: KubeOutcome, ph: PhalanxOutcome, classes: dict
     c.diffs["podgroup"] = [
         f"{g}: kube {kube.conditions.get(g)}, phalanx {ph.conditions.get(g)}" for g in groups if g not in same
     ]
+    regressed = [
+        g
+        for g in groups
+        if g not in same
+        and g in kube.scheduled_groups
+        and (kube.conditions.get(g) or ("",))[0] == "False"
+        and ph.conditions.get(g) == ("True", "Scheduled")
+    ]
+    others = c.diffs["scheduled"] or c.diffs["node"] or c.diffs["victims"]
+    c.condition_race = bool(regressed) and len(regressed) == len(c.diffs["podgroup"]) and not others
     outcome = (frozenset(kube.placed), frozenset(kube.evicted))
     # kube-scheduler broke a tie phalanx reported (candidateNodes) the other way: what follows may differ.
     other_tie = any(
@@ -225,9 +239,10 @@ def _namespaces_of(objects: Iterable[dict[str, Any]]) -> set[str]:
 def table(results: Sequence[Comparison]) -> str:
     """The agreement table: per source and category, snapshots that agree (of those compared) and items; of the
     snapshots that disagree, how many are tie-dependent, how many only swap interchangeable members and how many
-    follow a workload-aware preemption kube-scheduler lost (each counted once, in that order)."""
+    follow a workload-aware preemption kube-scheduler lost (each counted once, in that order), and how many differ
+    only in conditions kube-scheduler regressed from a stale cache."""
     head = f"{'source':10} {'category':10} {'snapshots agree':>16} {'items agree':>14}"
-    lines = [f"{head} {'tie-dependent':>14} {'member-order':>13} {'preempt-race':>13}"]
+    lines = [f"{head} {'tie-dependent':>14} {'member-order':>13} {'preempt-race':>13} {'cond-race':>10}"]
     for source in ("scenario", "random"):
         ran = [r for r in results if r.source == source and not r.skipped]
         if not ran:
@@ -240,8 +255,9 @@ def table(results: Sequence[Comparison]) -> str:
             race = sum(
                 1 for r in ran if not r.agrees(cat) and r.preemption_race and not r.tie_dependent and not r.member_order
             )
+            cond = sum(1 for r in ran if not r.agrees(cat) and r.condition_race)
             row = f"{source:10} {cat:10} {f'{ok}/{len(ran)}':>16} {f'{items[0]}/{items[1]}':>14}"
-            lines.append(f"{row} {ties:>14} {order:>13} {race:>13}")
+            lines.append(f"{row} {ties:>14} {order:>13} {race:>13} {cond:>10}")
         skipped = sum(1 for r in results if r.source == source and r.skipped)
         lines.append(f"{source:10} {'(skipped)':10} {skipped:>16}")
     return "\n".join(lines)

@@ -28,7 +28,7 @@ from snapshot_load import Loaded, Release
 
 from phalanx.testenv import ControlPlane, RequestError
 
-__all__ = ["KubeOutcome", "group_preemptions", "kube_config", "run_kube"]
+__all__ = ["KubeOutcome", "group_preemptions", "kube_config", "run_kube", "scheduled_groups"]
 
 SCHEDULER_ARGS = (
     "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
@@ -52,6 +52,8 @@ class KubeOutcome:
     log: str = ""
     # PodGroup (namespace/name) -> how many workload-aware preemptions kube-scheduler started for it
     group_preemptions: dict[str, int] = field(default_factory=dict)
+    # PodGroups (namespace/name) that some cycle scheduled ("Successfully scheduled a pod group")
+    scheduled_groups: set[str] = field(default_factory=set)
 
 
 def kube_config(
@@ -131,6 +133,14 @@ def group_preemptions(log: str) -> dict[str, int]:
     for m in _WAP.finditer(log):
         out[m.group(1)] = out.get(m.group(1), 0) + 1
     return out
+
+
+_GROUP_SCHEDULED = re.compile(r'"Successfully scheduled a pod group"[^\n]*? podGroup="([^"]+)"')
+
+
+def scheduled_groups(log: str) -> set[str]:
+    """PodGroups some cycle scheduled, from a kube-scheduler log (--v=2)."""
+    return set(_GROUP_SCHEDULED.findall(log))
 
 
 def _metrics(port: int) -> dict[str, float]:
@@ -220,6 +230,7 @@ def run_kube(
         f.seek(offset)
         out.log = f.read()
     out.group_preemptions = group_preemptions(out.log)
+    out.scheduled_groups = scheduled_groups(out.log)
     return out
 
 

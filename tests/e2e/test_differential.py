@@ -29,7 +29,7 @@ from differential import (
     random_snapshots,
     scenario_snapshots,
 )
-from kube_side import KubeOutcome, group_preemptions
+from kube_side import KubeOutcome, group_preemptions, scheduled_groups
 from phalanx_side import COMPAT, PhalanxOutcome
 
 from phalanx.testenv import AssetsError, find_assets
@@ -142,9 +142,17 @@ def _check(harness: Harness, snap: Snapshot, known_diffs: dict[str, dict[str, st
     assert r.settled, f"kube-scheduler did not settle on {snap.name}"
     if not any(r.diffs.values()):
         return
-    if r.tie_dependent or r.member_order or r.preemption_race:
+    if r.tie_dependent or r.member_order or r.preemption_race or r.condition_race:
         # kube-scheduler's own random choices and races (docs/conformance.md): marked, and never a pass.
-        marks = [m for m, on in (("tie-dependent", r.tie_dependent), (KUBE_MEMBER_ORDER, r.member_order)) if on]
+        marks = [
+            m
+            for m, on in (
+                ("tie-dependent", r.tie_dependent),
+                (KUBE_MEMBER_ORDER, r.member_order),
+                (CONDITION_RACE, r.condition_race),
+            )
+            if on
+        ]
         pytest.xfail("; ".join(marks) or KUBE_PREEMPTION_RACE)
     known = known_diffs.get(snap.name, {})
     unexplained = {c: d for c, d in r.diffs.items() if d and c not in known}
@@ -278,3 +286,20 @@ def test_a_group_preempting_twice_or_left_unscheduled_marks_preemption_race() ->
     kube.group_preemptions = {"d/g": 1}
     kube.conditions = {"d/g": ("False", "Unschedulable")}
     assert compare(Snapshot("s", "random", []), kube, ph).preemption_race
+
+
+def test_a_group_kube_left_false_after_scheduling_it_marks_condition_race() -> None:
+    log = (
+        'I1202 schedule_one_podgroup.go:896] "Successfully scheduled a pod group" podGroupType="podgroup" '
+        'podGroup="d/g" scheduledPods=1 unschedulablePods=1\n'
+        'I1202 schedule_one_podgroup.go:908] "Unable to schedule a pod group" podGroupType="podgroup" podGroup="d/g"\n'
+    )
+    assert scheduled_groups(log) == {"d/g"}
+    kube, ph = _outcomes()
+    kube.conditions = {"d/g": ("False", "Unschedulable")}
+    assert not compare(Snapshot("s", "random", []), kube, ph).condition_race  # no cycle scheduled it
+    kube.scheduled_groups = {"d/g"}
+    c = compare(Snapshot("s", "random", []), kube, ph)
+    assert c.condition_race and not c.agrees("podgroup")
+    kube.placed = {"d/a": "n1"}  # another category disagrees too: not only the race
+    assert not compare(Snapshot("s", "random", []), kube, ph).condition_race
