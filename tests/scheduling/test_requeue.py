@@ -153,3 +153,22 @@ def test_a_pod_rejected_by_no_plugin_is_retried_on_the_next_event() -> None:
     s.add_node(make_node("n").allocatable(cpu="2").obj())
     assert s.run() == 1
     assert s.recorder.outcomes["default/p"].phase == "Scheduled"
+
+
+def test_a_pod_woken_by_an_event_goes_after_the_pods_still_queued() -> None:
+    """kube-scheduler requeues a pod that failed moments ago "after backoff": it waits in the backoff queue, popped
+    once the active queue is empty, and does not jump back ahead of pods created after it (random-v137-1-0052:
+    the pod needing a batch pod's company was retried after every plain pod, not as soon as one bound)."""
+    s = Scheduler()
+    batch_pods = {"labelSelector": {"matchLabels": {"app": "batch"}}}
+    follower = (
+        make_pod("a-follower").requests(cpu="2").pod_affinity("podAffinity", "kubernetes.io/hostname", **batch_pods)
+    )
+    batch = make_pod("b-batch").requests(cpu="1").labels(app="batch")
+    big = make_pod("c-big").requests(cpu="3")
+    node = make_node("n").allocatable(cpu="4").labels(**{"kubernetes.io/hostname": "n"}).obj()
+    s.load([node], [follower.obj(), batch.obj(), big.obj()], [])
+    s.run()
+    # a-follower fails (no batch pod yet); b-batch binds and wakes it; c-big, still queued, goes first
+    phases = {k: s.recorder.outcomes[f"default/{k}"].phase for k in ("a-follower", "b-batch", "c-big")}
+    assert phases == {"a-follower": "Unschedulable", "b-batch": "Scheduled", "c-big": "Scheduled"}

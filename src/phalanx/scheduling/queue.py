@@ -11,6 +11,15 @@ Members a successful PodGroup cycle left unplaced are retried once the active qu
 requeues every failed PodGroup member through its backoff queue (no queueing hints at group level yet), so their
 next cycle comes after the pods already queued, whatever event they wait for.
 
+An unschedulable pod that an event may help goes the same way. kube-scheduler requeues it "after backoff"
+(queueAfterBackoff), and a pod that failed moments ago (within its podInitialBackoffSeconds, 1 s by default) is still
+backing off. So it waits in the backoff queue, which is popped once the active queue is empty
+(SchedulerPopFromBackoffQ, on since v1.33). It does not go back to its place by priority and creation among the pods
+still queued. A snapshot's run takes well under a second, so every such pod is still backing off (the engine
+keeps no clock, so `serve` and `simulate` treat every woken pod so too). Two kinds of pod
+go straight back instead: a gang member woken by its own group (it was gated, not attempted), and a nominated pod
+(below).
+
 A pod that preempted waits nominated to a node; kube-scheduler keeps that node's room for it against pods of its
 priority or lower. Victims go at once here, so the queue gives a nominated pod the same effect: it goes back ahead
 of every pod of its own priority (higher-priority pods, which ignore the nomination, still go first).
@@ -211,10 +220,20 @@ class SchedulingQueue:
             if self._group_gate_changed(group_key):
                 keys |= self._group_gated.get(group_key, set())
         moved = 0
+        by_group: set[str] = set()
+        if event in (ClusterEvent.POD_ADD, ClusterEvent.POD_GROUP_ADD) and group_key is not None:
+            by_group = self._gang_by_group.get(group_key, set()) | self._gated_by_group.get(group_key, set())
         for key in sorted(keys):
             entry = self.unschedulable.get(key)
             pi = entry.pi if entry is not None else self.gated[key][0] if key in self.gated else None
-            if pi is not None:
-                self.add(pi)
-                moved += key in self._active
+            if pi is None:
+                continue
+            if entry is not None and key not in self._nominated and key not in by_group:
+                # It failed a moment ago, so it is still backing off: kube-scheduler's queueAfterBackoff puts it in
+                # the backoff queue, popped once the active queue is empty (SchedulerPopFromBackoffQ).
+                self.remove(key)
+                self._backoff[key] = pi
+                continue
+            self.add(pi)
+            moved += key in self._active
         return moved
