@@ -93,9 +93,9 @@ def test_a_gang_member_completing_min_count_enters_the_queue_first() -> None:
 
 
 def test_a_nominated_pod_keeps_its_room_from_an_older_pod_of_its_priority() -> None:
-    """kube-scheduler keeps a nominated node's room for its preemptor against pods of its priority or lower. Here
-    victims go at once, so the preemptor goes back to the queue ahead of the older pod of its priority that the
-    victim's deletion woke too (that pod does not preempt: preemptionPolicy Never)."""
+    """kube-scheduler keeps a nominated node's room for its preemptor against pods of its priority or lower: the
+    older pod of its priority that the victim's deletion woke too (it does not preempt: preemptionPolicy Never)
+    sees the preemptor counted on the node while it waits (Scheduler._hold_nominated)."""
     s = Scheduler()
     victim = make_pod("victim").requests(cpu="4").priority(1).node("n").obj()
     older = make_pod("older").requests(cpu="4").priority(10).created("2026-01-01T10:00:00Z").obj()
@@ -172,3 +172,35 @@ def test_a_pod_woken_by_an_event_goes_after_the_pods_still_queued() -> None:
     # a-follower fails (no batch pod yet); b-batch binds and wakes it; c-big, still queued, goes first
     phases = {k: s.recorder.outcomes[f"default/{k}"].phase for k in ("a-follower", "b-batch", "c-big")}
     assert phases == {"a-follower": "Unschedulable", "b-batch": "Scheduled", "c-big": "Scheduled"}
+
+
+def test_a_higher_priority_pod_takes_the_room_a_lower_nominated_one_made() -> None:
+    """A nomination keeps the room only against pods of the nominee's priority or lower (random-1-0042): both the
+    preemptor and the higher-priority pod its victim's deletion woke wait in the backoff set, and the
+    higher-priority one goes first and takes the node."""
+    s = Scheduler()
+    victim = make_pod("victim").requests(cpu="4").priority(1).node("n").obj()
+    high = make_pod("a-high").requests(cpu="4").priority(100).obj()
+    high.spec.preemption_policy = "Never"
+    mid = make_pod("b-mid").requests(cpu="4").priority(10).obj()
+    s.load([make_node("n").allocatable(cpu="4").obj()], [victim, high, mid])
+    s.run()
+    out = s.recorder.outcomes
+    assert out["default/victim"].phase == "Evicted"  # b-mid preempted it (a-high may not preempt)
+    assert (out["default/a-high"].phase, out["default/a-high"].node) == ("Scheduled", "n")
+    assert out["default/b-mid"].phase == "Unschedulable"
+
+
+def test_a_nominated_pod_goes_to_its_nominated_node_when_it_fits_there() -> None:
+    """kube-scheduler tries a pod's nominatedNodeName first and takes it, unscored, if it passes Filter
+    (evaluateNominatedNode; random-1-0082: the preemptor went back to n1, not to the emptier n0)."""
+    s = Scheduler()
+    nodes = [make_node("n0").allocatable(cpu="4").obj(), make_node("n1").allocatable(cpu="4").obj()]
+    busy = make_pod("busy").requests(cpu="3").node("n1").obj()
+    s.load(nodes, [busy, make_pod("p").requests(cpu="1").obj()])
+    pi, table, profile = s.pods["default/p"], s.state.table, s.default_profile
+    n0, n1 = table.index["n0"], table.index["n1"]
+    assert profile.schedule(pi, table).node == n0  # scored: the emptier node
+    assert profile.schedule(pi, table, nominated=n1).node == n1  # nominated and it fits: taken unscored
+    s.add_pod(make_pod("more").requests(cpu="1").node("n1").obj())  # n1 is full now
+    assert profile.schedule(pi, table, nominated=n1).node == n0  # nominated but it does not fit: scored

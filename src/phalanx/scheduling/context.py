@@ -90,6 +90,10 @@ class CycleContext(Protocol):
         """Pull the queued pods ``keys`` out of the queue (a PodGroup cycle takes its members)."""
         ...
 
+    def nominated_row(self, key: str) -> int | None:
+        """The node row the pod waits nominated to after its preemption (``nominatedNodeName``), if any."""
+        ...
+
     def member_rank(self, key: str) -> int:
         """Where the pod ranks among its PodGroup's members of equal priority: its first entry into the active
         queue (v1.36, and phalanx's ``quorum-member-first``), or its first arrival in the queue (v1.37,

@@ -199,14 +199,19 @@ class Profile:
 
     # --- scores ----------------------------------------------------------------------------------------------
 
-    def schedule(self, pod: PodInfo, nodes: NodeTable, within: BoolArray | None = None) -> Attempt:
+    def schedule(
+        self, pod: PodInfo, nodes: NodeTable, within: BoolArray | None = None, nominated: int | None = None
+    ) -> Attempt:
         """Filter, score and select, as ``schedulePod`` does (every node is evaluated: percentageOfNodesToScore
         is effectively 100, which costs nothing extra when filters are vectorised). ``within`` restricts the
-        visible nodes to one topology placement, as ``AssumePlacement`` does."""
+        visible nodes to one topology placement, as ``AssumePlacement`` does. A pod ``nominated`` to a row after
+        its preemption goes there if it passes Filter there, unscored (``evaluateNominatedNode``)."""
         state = CycleState()
         mask = self.feasible(state, pod, nodes)
         if within is not None:
             mask &= within
+        if nominated is not None and 0 <= nominated < len(mask) and mask[nominated]:
+            return Attempt(nominated, feasible_nodes=1)
         rows = np.flatnonzero(mask)
         if len(rows) == 0:
             return Attempt(None, self.diagnose(state, pod, nodes, within))

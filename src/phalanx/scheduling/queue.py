@@ -16,19 +16,15 @@ An unschedulable pod that an event may help goes the same way. kube-scheduler re
 backing off. So it waits in the backoff queue, which is popped once the active queue is empty
 (SchedulerPopFromBackoffQ, on since v1.33). It does not go back to its place by priority and creation among the pods
 still queued. A snapshot's run takes well under a second, so every such pod is still backing off (the engine
-keeps no clock, so `serve` and `simulate` treat every woken pod so too). Two kinds of pod
-go straight back instead: a gang member woken by its own group (it was gated, not attempted), and a nominated pod
-(below).
-
-A pod that preempted waits nominated to a node; kube-scheduler keeps that node's room for it against pods of its
-priority or lower. Victims go at once here, so the queue gives a nominated pod the same effect: it goes back ahead
-of every pod of its own priority (higher-priority pods, which ignore the nomination, still go first).
+keeps no clock, so `serve` and `simulate` treat every woken pod so too). A pod that preempted is one of them: it
+waits nominated to a node, and the engine keeps that node's room for it against pods of its priority or lower
+(``Scheduler._hold_nominated``), as kube-scheduler's Filter does. A gang member woken by its own group goes straight
+back instead: it was gated, not attempted.
 """
 
 from __future__ import annotations
 
 import heapq
-import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
@@ -46,9 +42,8 @@ class _Entry:
 
 
 class SchedulingQueue:
-    """Active heap ordered by (priority desc, creation asc, key), nominated pods first within their priority; gated
-    and unschedulable pods wait aside, indexed by the events that can release them, so an event costs only the pods
-    it may help."""
+    """Active heap ordered by (priority desc, creation asc, key); gated and unschedulable pods wait aside, indexed
+    by the events that can release them, so an event costs only the pods it may help."""
 
     def __init__(
         self,
@@ -73,7 +68,6 @@ class SchedulingQueue:
         self._entries = 0
         self._arrived: dict[str, int] = {}  # pod key -> rank of its first arrival in the queue, gated or not
         self._arrivals = 0
-        self._nominated: set[str] = set()  # pods waiting for their preemption's victims
         self._backoff: dict[str, PodInfo] = {}  # retried once the active queue is empty
 
     def __len__(self) -> int:
@@ -95,10 +89,7 @@ class SchedulingQueue:
         if pi.key not in self._entered:
             self._entered[pi.key] = self._entries
             self._entries += 1
-        order = pi.sort_key()
-        if pi.key in self._nominated:
-            order = (order[0], -math.inf, order[2])
-        heapq.heappush(self._heap, (order, pi.key))
+        heapq.heappush(self._heap, (pi.sort_key(), pi.key))
 
     def gated_members(self, group_key: str) -> set[str]:
         """The pods of ``group_key`` gated by their own check (scheduling gates, a missing claim)."""
@@ -119,7 +110,6 @@ class SchedulingQueue:
         self.remove(key)
         self._entered.pop(key, None)
         self._arrived.pop(key, None)
-        self._nominated.discard(key)
 
     def pop(self) -> PodInfo | None:
         while True:
@@ -182,13 +172,9 @@ class SchedulingQueue:
         probe, before = self.gated[next(iter(members))]
         return self._pre_enqueue(probe) != before
 
-    def mark_unschedulable(self, pi: PodInfo, rejected_by: Iterable[str], nominated: bool = False) -> None:
-        """The pod's attempt failed; ``nominated``: it waits for its preemption's victims to go."""
+    def mark_unschedulable(self, pi: PodInfo, rejected_by: Iterable[str]) -> None:
+        """The pod's attempt failed: it waits for an event one of ``rejected_by``'s queueing hints names."""
         self.remove(pi.key)
-        if nominated:
-            self._nominated.add(pi.key)
-        else:
-            self._nominated.discard(pi.key)
         entry = self.unschedulable[pi.key] = _Entry(pi, frozenset(rejected_by))
         if not entry.rejected_by:
             self._any_event.add(pi.key)
@@ -228,7 +214,7 @@ class SchedulingQueue:
             pi = entry.pi if entry is not None else self.gated[key][0] if key in self.gated else None
             if pi is None:
                 continue
-            if entry is not None and key not in self._nominated and key not in by_group:
+            if entry is not None and key not in by_group:
                 # It failed a moment ago, so it is still backing off: kube-scheduler's queueAfterBackoff puts it in
                 # the backoff queue, popped once the active queue is empty (SchedulerPopFromBackoffQ).
                 self.remove(key)

@@ -109,6 +109,10 @@ class Scheduler:
         self._gpus: dict[frozenset[str], v.GpuDevices] = {}
         # pod key -> (rows kube-scheduler could have chosen, beyond-v1.36 rules that chose its row), until it binds
         self._candidates: dict[str, tuple[tuple[int, ...], tuple[str, ...]]] = {}
+        self._nominations: dict[str, str] = {}  # pod key -> the node it waits nominated to
+        self._held: dict[str, PodInfo] = {}  # nominated pods counted on their node for the current cycle
+        self._new_nominations: list[str] = []  # nominated since the held set was last brought up to date
+        self._held_priority: int | None = None  # the priority the held set was computed for
 
     def _group_of(self, pi: PodInfo) -> PodGroup | None:
         """The PodGroup whose claims the pod may share (DRAWorkloadResourceClaims)."""
@@ -167,6 +171,10 @@ class Scheduler:
 
     def take(self, keys: Iterable[str]) -> list[PodInfo]:
         return self.queue.take(keys)
+
+    def nominated_row(self, key: str) -> int | None:
+        node = self._nominations.get(key)
+        return self.state.node_index(node) if node is not None else None
 
     def member_rank(self, key: str) -> int:
         return self.queue.arrived(key) if self._by_arrival else self.queue.entered(key)
@@ -292,6 +300,7 @@ class Scheduler:
         """A pod is gone (deleted, completed or evicted): free its node and retry pods that may now fit.
         ``replaced``: a new version of it follows, which keeps its place in the queue's entry order."""
         pi = self.pods.pop(key, None)
+        self._nominations.pop(key, None)
         if pi is None:
             return
         if replaced:
@@ -470,23 +479,77 @@ class Scheduler:
     def run(self) -> int:
         """Schedule until no queued pod can make progress. Returns the number of pods bound by this call."""
         before = self._stats.pods_bound
-        while (pi := self.queue.pop()) is not None:
-            group = self._groups.get(pi.group_key)
-            if group is not None and self._held_by_member(pi, group) is not None:
-                self.queue.add(pi)  # a member gated after this one was queued holds it (PreEnqueue again)
-            elif group is not None and self._trees.in_tree(group):
-                self._schedule_tree(pi, group)
-            elif group is not None:
-                # The PodGroup cycle runs whenever the pod names an existing group (GenericWorkload);
-                # GangScheduling only adds the minCount gate and quorum.
-                schedule_pod_group(self, pi, group)
-            else:
-                schedule_pod(self, pi)
+        try:
+            while (pi := self.queue.pop()) is not None:
+                self._hold_nominated(pi)
+                self._dispatch(pi)
+        finally:
+            self._release_nominated()
         for key, (_, status) in self.queue.gated.items():
             gate = status.reasons[0] if status.reasons else None
             reason = gate.reason if isinstance(gate, Waiting) else o.REASON_WAITING_MIN_COUNT
             self.recorder.waiting(key, reason, status.message)
         return self._stats.pods_bound - before
+
+    def _dispatch(self, pi: PodInfo) -> None:
+        group = self._groups.get(pi.group_key)
+        if group is not None and self._held_by_member(pi, group) is not None:
+            self.queue.add(pi)  # a member gated after this one was queued holds it (PreEnqueue again)
+        elif group is not None and self._trees.in_tree(group):
+            self._schedule_tree(pi, group)
+        elif group is not None:
+            # The PodGroup cycle runs whenever the pod names an existing group (GenericWorkload);
+            # GangScheduling only adds the minCount gate and quorum.
+            schedule_pod_group(self, pi, group)
+        else:
+            schedule_pod(self, pi)
+
+    def _hold_nominated(self, pi: PodInfo) -> None:
+        """Count the pods waiting nominated to a node on that node for ``pi``'s cycle, where they have ``pi``'s
+        priority or more (kube-scheduler's Filter adds them: the room a preemption made is kept for its pod);
+        members of the PodGroups ``pi``'s cycle schedules (its group, or its tree's) are the cycle's, not held.
+
+        Held pods stay assumed from one cycle to the next (a run's cycles mostly share a priority, and assuming
+        and forgetting every nominee around every cycle cost PreemptionAsync 14x its pods/s); the set is
+        recomputed in full only when the priority changes, and released when the run ends."""
+        if not self._nominations and not self._held:
+            return
+        own = set(self._tree_leaves(pi.group_key)) if pi.group_key is not None else set()
+        full = pi.priority != self._held_priority
+
+        def excluded(other: PodInfo) -> bool:
+            return other.key == pi.key or other.group_key in own
+
+        # the cycle's own pods are left out now and looked at again next cycle
+        later = [pi.key] if pi.key in self._held else []
+        if own:
+            later += [k for k, other in self._held.items() if other.group_key in own and k != pi.key]
+        drop = later + ([k for k, other in self._held.items() if other.priority < pi.priority] if full else [])
+        for key in set(drop):
+            other = self._held.pop(key)
+            if key in self.state.assumed:
+                self.state.forget(other)
+        candidates = list(self._nominations) if full else self._new_nominations
+        self._new_nominations, self._held_priority = later, pi.priority
+        for key in candidates:
+            node = self._nominations.get(key)
+            waiting = self.pods.get(key)
+            row = self.state.node_index(node) if node is not None else None
+            if waiting is None or row is None or key in self._held or key in self.state.placement:
+                continue
+            if excluded(waiting):
+                self._new_nominations.append(key)
+            elif waiting.priority >= pi.priority:
+                self.state.assume(waiting, row)
+                self._held[key] = waiting
+
+    def _release_nominated(self) -> None:
+        for key, other in self._held.items():
+            if key in self.state.assumed:
+                self.state.forget(other)
+        self._held.clear()
+        self._new_nominations = list(self._nominations)
+        self._held_priority = None
 
     def _schedule_tree(self, pi: PodInfo, group: GroupInfo) -> None:
         tree: TreeNode | TreeProblem = self._trees.resolve(group)
@@ -516,6 +579,7 @@ class Scheduler:
         self._candidates.pop(pi.key, None)
 
     def bind(self, pi: PodInfo) -> None:
+        self._nominations.pop(pi.key, None)
         candidates, rules = self._candidates.pop(pi.key, ((), ()))
         if candidates:
             self.recorder.candidates(pi.key, sorted(self.state.table.names[r] for r in candidates))
@@ -532,7 +596,12 @@ class Scheduler:
         self.recorder.bound(pi.key, node)
 
     def reject(self, pi: PodInfo, rejection: Rejection, nominated: str | None = None) -> None:
-        self.queue.mark_unschedulable(pi, rejection.plugins, nominated is not None)
+        self.queue.mark_unschedulable(pi, rejection.plugins)
+        if nominated is not None:
+            self._nominations[pi.key] = nominated
+            self._new_nominations.append(pi.key)
+        else:
+            self._nominations.pop(pi.key, None)
         self.recorder.unschedulable(pi.key, rejection)
         if nominated is not None:
             self.recorder.nominated(pi.key, nominated)

@@ -29,7 +29,7 @@ def schedule_pod(ctx: CycleContext, pi: PodInfo) -> None:
     """Schedule a pod that belongs to no PodGroup."""
     start = time.perf_counter()
     profile = ctx.profile_for(pi)
-    attempt = profile.schedule(pi, ctx.state.table)
+    attempt = profile.schedule(pi, ctx.state.table, nominated=ctx.nominated_row(pi.key))
     error = attempt.diagnosis.filter_error() if attempt.node is None and attempt.diagnosis is not None else None
     if error is not None and not ctx.rules.allocator_error_per_node:
         # v1.36: a Filter error aborts the attempt; no PostFilter runs.
