@@ -24,7 +24,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from phalanx.api.models import (
+    AllDisruptionMode,
     Container,
+    DisruptionMode,
     GangSchedulingPolicy,
     Node,
     NodeStatus,
@@ -36,6 +38,7 @@ from phalanx.api.models import (
     PodSchedulingGroup,
     PodSpec,
     ResourceRequirements,
+    SingleDisruptionMode,
 )
 from phalanx.scheduling.scheduler import Scheduler
 from phalanx.snapshot.schedule import peak_rss_bytes
@@ -65,13 +68,22 @@ def make_pod(name: str, cpu: str, priority: int, group: str | None = None, node:
     )
 
 
+def _mode(mode: str | None) -> DisruptionMode | None:
+    """The shapes' "PodGroup" / "Pod" as v1.37's disruptionMode union ({all} / {single})."""
+    if mode is None:
+        return None
+    return (
+        DisruptionMode(all=AllDisruptionMode()) if mode == "PodGroup" else DisruptionMode(single=SingleDisruptionMode())
+    )
+
+
 def make_group(name: str, min_count: int, priority: int, mode: str | None = None) -> PodGroup:
     return PodGroup(
         metadata=ObjectMeta(name=name, namespace="default"),
         spec=PodGroupSpec(
             scheduling_policy=PodGroupSchedulingPolicy(gang=GangSchedulingPolicy(min_count=min_count)),
             priority=priority,
-            disruption_mode=mode,
+            disruption_mode=_mode(mode),
         ),
     )
 

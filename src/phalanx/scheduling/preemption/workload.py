@@ -158,16 +158,32 @@ def reprieve_on_fixed_nodes(
         violating, fine = _reprieve_order(ctx, units)
         victims: list[Unit] = []
         violations = 0
+        local = _node_local(units, assignments)
         for group, is_violating in ((violating, True), (fine, False)):
             for u in group:
                 for p in u.pods:
                     held.add(p, where[p.key])
-                if not _all_fit(ctx, assignments, fits):
+                # Putting u back changes only u's nodes: where every filter involved is node-local, the members
+                # elsewhere still fit (they did before), so only those on u's nodes are checked again.
+                rows = {where[p.key] for p in u.pods}
+                checked = [(pi, row) for pi, row in assignments if row in rows] if local else assignments
+                if not _all_fit(ctx, checked, fits):
                     for p in u.pods:
                         held.remove(p)
                     victims.append(u)
                     violations += is_violating
         return GroupPreemption(victims, {pi.key: row for pi, row in assignments}, violations)
+
+
+def _node_local(units: list[Unit], assignments: list[tuple[PodInfo, int]]) -> bool:
+    """Whether a member's Filter result depends on its own node alone: no inter-pod (anti-)affinity among the
+    victims or the members, no topology spread and no ResourceClaims (shared devices) among the members."""
+    if any(p.affinity_key is not None for u in units for p in u.pods):
+        return False
+    return all(
+        pi.affinity_key is None and not pi.pod.spec.topology_spread_constraints and not pi.pod.spec.resource_claims
+        for pi, _ in assignments
+    )
 
 
 def _all_fit(ctx: CycleContext, assignments: list[tuple[PodInfo, int]], fits: Callable[[PodInfo, int], bool]) -> bool:
