@@ -63,3 +63,36 @@ def test_v1_36_refuses_workload_aware_preemption_for_a_constrained_gang() -> Non
     assert condition.message.endswith(
         "workload aware preemption is not supported for pod groups with scheduling constraints"
     )
+
+
+def test_rechecking_only_the_returned_units_nodes_gives_the_full_recheck_result(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The single-run reprieve re-checks only the members on a returned unit's nodes when every filter involved is
+    node-local (preemption/workload.py ``_node_local``); on a gang-preemption shape with several units per node it
+    must choose exactly the victims and nominations of a full re-check of every member."""
+    from phalanx.scheduling.preemption import workload
+
+    def run(local: bool) -> dict[str, tuple[str, str | None, str | None]]:
+        if not local:
+            monkeypatch.setattr(workload, "_node_local", lambda units, assignments: False)
+        nodes = [make_node(f"n{i}").allocatable(cpu="4").obj() for i in range(6)]
+        low = [
+            make_pod(f"low-{i}").requests(cpu="400m").node(f"n{i % 6}").priority(i % 3).phase("Running").obj()
+            for i in range(54)
+        ]
+        gang = msgspec.convert(
+            {
+                "metadata": {"name": "g", "namespace": "default"},
+                "spec": {"priority": 100, "schedulingPolicy": {"gang": {"minCount": 8}}},
+            },
+            PodGroup,
+        )
+        members = [make_pod(f"g-{i}").requests(cpu="700m").group("g").priority(100).obj() for i in range(8)]
+        s = Scheduler(with_mode(SchedulerConfig(), "v1.37"))
+        s.load(nodes, [*low, *members], [gang])
+        s.run()
+        monkeypatch.undo()
+        return {k: (o.phase, o.node, o.nominated_node) for k, o in s.recorder.outcomes.items()}
+
+    fast, full = run(True), run(False)
+    assert any(phase == "Evicted" for phase, _, _ in fast.values())
+    assert fast == full
