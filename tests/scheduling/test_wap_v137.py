@@ -67,13 +67,18 @@ def test_v1_36_refuses_workload_aware_preemption_for_a_constrained_gang() -> Non
 
 def test_rechecking_only_the_returned_units_nodes_gives_the_full_recheck_result(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """The single-run reprieve re-checks only the members on a returned unit's nodes when every filter involved is
-    node-local (preemption/workload.py ``_node_local``); on a gang-preemption shape with several units per node it
-    must choose exactly the victims and nominations of a full re-check of every member."""
-    from phalanx.scheduling.preemption import workload
+    node-local (placement.per_node_only, passed in as ``per_node``); on a gang-preemption shape with several units
+    per node it must choose exactly the victims and nominations of a full re-check of every member."""
+    from phalanx.scheduling.cycle import group_preemption
+
+    reprieve = group_preemption.reprieve_on_fixed_nodes
+
+    def never_local(ctx, units, run, fits, per_node):  # type: ignore[no-untyped-def]
+        return reprieve(ctx, units, run, fits, lambda pi: False)
 
     def run(local: bool) -> dict[str, tuple[str, str | None, str | None]]:
         if not local:
-            monkeypatch.setattr(workload, "_node_local", lambda units, assignments: False)
+            monkeypatch.setattr(group_preemption, "reprieve_on_fixed_nodes", never_local)
         nodes = [make_node(f"n{i}").allocatable(cpu="4").obj() for i in range(6)]
         low = [
             make_pod(f"low-{i}").requests(cpu="400m").node(f"n{i % 6}").priority(i % 3).phase("Running").obj()

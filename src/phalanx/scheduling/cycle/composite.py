@@ -664,8 +664,13 @@ def _preempt(t: _Tree, everyone: list[PodInfo]) -> None:
     if not units:
         return
     if ctx.release.wap_single_run and not ctx.rules.reprieve_by_rerun:
+        table = ctx.state.table
         found = reprieve_on_fixed_nodes(
-            ctx, units, lambda: _run_once(t), lambda pi, row: passes_filters(t.profile, pi, t.ctx.state.table, row)
+            ctx,
+            units,
+            lambda: _run_once(t),
+            lambda pi, row: passes_filters(t.profile, pi, table, row),
+            lambda pi: tas.per_node_only(t.profile, pi, table),
         )
     else:
         found = select_group_victims(ctx, units, _TreeSimulator(t))

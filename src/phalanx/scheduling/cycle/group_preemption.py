@@ -135,7 +135,10 @@ def _single_run(c: GroupCycle, intent: tas.Intent | None, priority: int) -> Grou
     def fits(pi: PodInfo, row: int) -> bool:
         return passes_filters(c.profile, pi, table, row)
 
-    return reprieve_on_fixed_nodes(c.ctx, units, run, fits) if units else None
+    def per_node(pi: PodInfo) -> bool:
+        return tas.per_node_only(c.profile, pi, table)
+
+    return reprieve_on_fixed_nodes(c.ctx, units, run, fits, per_node) if units else None
 
 
 def _topology_constrained(c: GroupCycle) -> bool:

@@ -145,6 +145,7 @@ def reprieve_on_fixed_nodes(
     units: list[Unit],
     run: Callable[[], tuple[list[tuple[PodInfo, int]], bool]],
     fits: Callable[[PodInfo, int], bool],
+    per_node: Callable[[PodInfo], bool],
 ) -> GroupPreemption | None:
     """v1.37's PodGroupEvaluator (``Release.wap_single_run``): remove every potential victim and ``run`` the group
     algorithm once (it leaves nothing assumed); if the group does not fit, evict nobody. Otherwise put units back,
@@ -158,7 +159,12 @@ def reprieve_on_fixed_nodes(
         violating, fine = _reprieve_order(ctx, units)
         victims: list[Unit] = []
         violations = 0
-        local = _node_local(units, assignments)
+        # per_node: whether every filter that applies to a member judges each node by itself
+        # (placement.per_node_only), asked with the victims out; victims with pod (anti-)affinity terms of their
+        # own would change that when put back.
+        local = not any(p.affinity_key is not None for u in units for p in u.pods) and all(
+            per_node(pi) for pi, _ in assignments
+        )
         for group, is_violating in ((violating, True), (fine, False)):
             for u in group:
                 for p in u.pods:
@@ -173,17 +179,6 @@ def reprieve_on_fixed_nodes(
                     victims.append(u)
                     violations += is_violating
         return GroupPreemption(victims, {pi.key: row for pi, row in assignments}, violations)
-
-
-def _node_local(units: list[Unit], assignments: list[tuple[PodInfo, int]]) -> bool:
-    """Whether a member's Filter result depends on its own node alone: no inter-pod (anti-)affinity among the
-    victims or the members, no topology spread and no ResourceClaims (shared devices) among the members."""
-    if any(p.affinity_key is not None for u in units for p in u.pods):
-        return False
-    return all(
-        pi.affinity_key is None and not pi.pod.spec.topology_spread_constraints and not pi.pod.spec.resource_claims
-        for pi, _ in assignments
-    )
 
 
 def _all_fit(ctx: CycleContext, assignments: list[tuple[PodInfo, int]], fits: Callable[[PodInfo, int], bool]) -> bool:
