@@ -9,6 +9,9 @@ Shapes:
     5000pods_500nodes; CI floor 40 pods/s, typically above 51).
   SteadyStateClusterResourceClaimTemplate empty/half/full 500 nodes: the cluster pre-filled to 0/50/99.8 %,
     then pods are created and deleted 10 at a time; throughput of the measured pods.
+  Live 50 nodes: as serve sees SchedulingWithResourceClaimTemplate when pods are created while it runs: 250 initial
+    pods, then 250 arriving one at a time, each claim created first and, once its pod is bound, coming back with its
+    allocation and reservedFor (the watch echoing the scheduler's own status write).
   GPU 1,000 nodes x 8 GPUs: H100-like slices with a class selector, claims with two CEL selectors (product and
     memory quantity) and a 4-GPU matchAttribute on the NUMA node.
 Prints pods/s of the measured phase, cycle latency percentiles and peak RSS.
@@ -20,6 +23,8 @@ import argparse
 import sys
 import time
 from collections.abc import Callable
+
+import msgspec
 
 from phalanx.api import dra
 from phalanx.api.models import Container, Node, ObjectMeta, Pod, PodSpec, ResourceRequirements
@@ -147,6 +152,36 @@ def steady_state(fill: float, n_nodes: int = 500, per_node: int = 10, measured: 
     )
 
 
+def live(n_nodes: int = 50, per_node: int = 10, init: int = 250, measured: int = 250) -> Result:
+    """Pods arrive one by one, and each bound pod's claim comes back as the API server has it (serve's watch)."""
+    tmpl = template("test-claim-template", [exact("req-1", "test-class")])
+    s = Scheduler()
+    s.load(nodes(n_nodes), [], resources=ResourceObjects([device_class()], slices(n_nodes, per_node), [], [tmpl]))
+
+    def arrive(name: str) -> int:
+        p = pod(name, tmpl.metadata.name)
+        generated = generate_claims([p], [], [tmpl], [])
+        for claim in generated.claims:
+            key = f"{claim.metadata.namespace}/{claim.metadata.name}"
+            s.add_resource_claim(claim, generated.generated_from[key])
+        s.add_pod(p)
+        bound = s.run()
+        for claim in generated.claims:
+            key = f"{claim.metadata.namespace}/{claim.metadata.name}"
+            record = s.claims.tracker.records[key]
+            status = dra.ResourceClaimStatus(allocation=record.allocation, reserved_for=list(record.reserved_for))
+            s.add_resource_claim(msgspec.structs.replace(claim, status=status), generated.generated_from[key])
+        return bound
+
+    for i in range(init):
+        arrive(f"init-{i}")
+    s.stats.cycle_seconds.clear()
+    start = time.perf_counter()
+    bound = sum(arrive(f"measured-{i}") for i in range(measured))
+    name = f"Live ResourceClaimTemplate {n_nodes}n {init}+{measured}"
+    return Result(name, bound, time.perf_counter() - start, s.stats.cycle_seconds)
+
+
 def gpu_cluster(n_nodes: int = 1000, measured: int = 2000) -> Result:
     """1,000 nodes x 8 GPUs; claims: 4 GPUs on one NUMA node (matchAttribute) with product and memory selectors,
     and 1-GPU claims, alternating."""
@@ -190,6 +225,7 @@ SHAPES: dict[str, Callable[[], Result]] = {
     "SteadyStateEmpty": lambda: steady_state(0.0),
     "SteadyStateHalf": lambda: steady_state(0.5),
     "SteadyStateFull": lambda: steady_state(0.998),
+    "Live": live,
     "GPUCluster": gpu_cluster,
 }
 

@@ -1,10 +1,24 @@
 """DRA and node events: the device index follows node rows and labels, and new slices make pending pods
-schedulable, without losing the claims already allocated."""
+schedulable, without losing the claims already allocated. Claim events: an allocation made or dropped by someone
+else is seen by the next Filter (its node's row is recomputed), and the scheduler's own allocation coming back
+through the watch changes nothing."""
 
 from __future__ import annotations
 
+import msgspec
+
 from phalanx.api import dra
-from phalanx.api.models import Container, Node, NodeStatus, ObjectMeta, Pod, PodSpec
+from phalanx.api.models import (
+    Container,
+    Node,
+    NodeSelector,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    NodeStatus,
+    ObjectMeta,
+    Pod,
+    PodSpec,
+)
 from phalanx.controllers.resource_claim import generate_claims
 from phalanx.scheduling.resource_claims import ResourceObjects
 from phalanx.scheduling.scheduler import Scheduler
@@ -124,3 +138,63 @@ def test_rows_shifted_by_a_new_node_still_map_devices_to_their_nodes() -> None:
     add_gpu_pod(s, "p2")
     s.run()
     assert s.recorder.outcomes["default/p2"].node == free
+
+
+def claim_on(node_name: str, name: str = "elsewhere") -> dra.ResourceClaim:
+    """A claim another scheduler allocated: node ``node_name``'s only GPU, node-local like the allocator's own."""
+    result = dra.DeviceRequestAllocationResult(request="gpu", driver=DRIVER, pool=node_name, device="gpu-0")
+    term = NodeSelectorTerm(
+        match_fields=[NodeSelectorRequirement(key="metadata.name", operator="In", values=[node_name])]
+    )
+    allocation = dra.AllocationResult(
+        devices=dra.DeviceAllocationResult(results=[result]), node_selector=NodeSelector(node_selector_terms=[term])
+    )
+    return dra.ResourceClaim(
+        metadata=ObjectMeta(name=name, namespace="default"),
+        spec=TEMPLATE.spec.spec,
+        status=dra.ResourceClaimStatus(allocation=allocation),
+    )
+
+
+def test_an_allocation_made_elsewhere_takes_its_device_from_the_next_filter() -> None:
+    s = engine(["a", "b"])
+    add_gpu_pod(s, "p1")
+    s.run()  # Filter has now judged both nodes for this claim spec
+    free = ({"a", "b"} - {s.recorder.outcomes["default/p1"].node}).pop()
+    s.add_resource_claim(claim_on(free))
+    add_gpu_pod(s, "p2")
+    s.run()
+    outcome = s.recorder.outcomes["default/p2"]
+    assert (outcome.phase, outcome.reason) == ("Unschedulable", "Unschedulable")  # Filter knew: no failed Reserve
+    assert outcome.message.startswith("0/2 nodes are available: 2 cannot allocate all claims.")
+    assert devices_in_use(s) == ["a/gpu-0", "b/gpu-0"]
+
+
+def test_an_allocation_dropped_elsewhere_frees_its_device() -> None:
+    s = engine(["a"])
+    s.add_resource_claim(claim_on("a"))
+    add_gpu_pod(s, "p1")
+    s.run()
+    assert s.recorder.outcomes["default/p1"].phase == "Unschedulable"
+    s.add_resource_claim(msgspec.structs.replace(claim_on("a"), status=dra.ResourceClaimStatus()))
+    s.run()
+    assert s.recorder.outcomes["default/p1"].node == "a"
+
+
+def test_the_schedulers_own_allocation_coming_back_keeps_the_device_in_use() -> None:
+    s = engine(["a", "b"])
+    add_gpu_pod(s, "p1")
+    s.run()
+    (key,) = s.claims.tracker.records
+    record = s.claims.tracker.records[key]
+    echoed = dra.ResourceClaimStatus(allocation=record.allocation, reserved_for=list(record.reserved_for))
+    s.add_resource_claim(msgspec.structs.replace(record.claim, status=echoed), "one-gpu")
+    assert devices_in_use(s) == [f"{s.recorder.outcomes['default/p1'].node}/gpu-0"]
+    add_gpu_pod(s, "p2")
+    add_gpu_pod(s, "p3")
+    s.run()
+    placed = {s.recorder.outcomes[f"default/{p}"].node for p in ("p1", "p2")}
+    assert placed == {"a", "b"}
+    assert s.recorder.outcomes["default/p3"].phase == "Unschedulable"
+    s.delete_pod("default/p1")
+    assert len(devices_in_use(s)) == 1

@@ -141,19 +141,22 @@ class ClaimTracker:
         status = claim.status
         record = ClaimRecord(claim, status.allocation, list(status.reserved_for), generated_from)
         old = self.records.get(record.key)
+        self.records[record.key] = record
+        if old is not None and old.allocation == record.allocation:
+            return record  # the same devices (the scheduler's own write coming back): no Filter cache is stale
         if old is not None and old.allocation is not None:
             self.allocated.remove(old.allocation)
-        self.records[record.key] = record
+            self._changed(old.allocation)
         if record.allocation is not None:
             self.allocated.add(record.allocation)
-            self.epoch += 1
+            self._changed(record.allocation)
         return record
 
     def delete_claim(self, key: str) -> None:
         record = self.records.pop(key, None)
         if record is not None and record.allocation is not None:
             self.allocated.remove(record.allocation)
-            self.epoch += 1
+            self._changed(record.allocation)
 
     def get(self, key: str) -> ClaimRecord | None:
         return self.records.get(key)
