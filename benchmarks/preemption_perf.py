@@ -3,11 +3,16 @@ PreemptionAsync workloads (spec/peers.md §1.3). Engine only, no API I/O.
 
     python benchmarks/preemption_perf.py                       # every shape
     python benchmarks/preemption_perf.py GangPreemptionBasic   # shapes whose name starts with this
+    python benchmarks/preemption_perf.py --explain             # as `phalanx schedule` runs: rules named
 
 GangPreemption: 100 nodes (4 CPU) filled by 1,000 low-priority pods (400m each), or by 5 to 50 low-priority gangs
 of the same pods; the preemptor is one PodGroup of 100 pods or 10 PodGroups of 10 pods (400m each).
 PreemptionAsync: 5,000 nodes filled by 20,000 low-priority pods (900m each), then a stream of high-priority pods
 (1 CPU each) that each have to preempt.
+
+The engine runs as serve and simulate run it, with a recorder that does not keep rule names; ``--explain`` gives it
+``schedule``'s OutcomeLog, which does, so phalanx's mode also runs v1.37's single-run reprieve to name
+``reprieve-by-rerun`` where v1.37 would evict others (scheduling/recorder.py, ``explains``).
 
 Prints ms per preemption decision (the PostFilter work: victim selection, not the cycles around it) and pods/s
 of the measured phase (preemptors bound / wall time, including their failed first cycles and the rebinds).
@@ -40,6 +45,7 @@ from phalanx.api.models import (
     ResourceRequirements,
     SingleDisruptionMode,
 )
+from phalanx.scheduling.outcome import OutcomeLog
 from phalanx.scheduling.scheduler import Scheduler
 from phalanx.snapshot.schedule import peak_rss_bytes
 
@@ -104,10 +110,17 @@ class Result:
         )
 
 
+class _Quiet(OutcomeLog):
+    explains = False  # type: ignore[misc]
+
+
+EXPLAIN = False
+
+
 def _filled(nodes: int, per_node: int, cpu: str, gangs: int = 0, mode: str | None = None) -> Scheduler:
     """``nodes`` nodes each holding ``per_node`` low-priority pods, bound in the snapshot; with ``gangs``, the pods
     belong to that many low-priority PodGroups (members spread over the nodes, as a scheduled gang would be)."""
-    s = Scheduler()
+    s = Scheduler(recorder=OutcomeLog() if EXPLAIN else _Quiet())
     names = [f"node-{i:05d}" for i in range(nodes)]
     total = nodes * per_node
     groups = [make_group(f"low-{g}", max(1, total // gangs), LOW, mode) for g in range(gangs)]
@@ -160,7 +173,10 @@ SHAPES: dict[str, Callable[[], Result]] = {
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("shapes", nargs="*", help="shape name prefixes (default: all)")
+    parser.add_argument("--explain", action="store_true", help="keep rule names, as `phalanx schedule` does")
     args = parser.parse_args(argv)
+    global EXPLAIN
+    EXPLAIN = args.explain
     chosen = [k for k in SHAPES if not args.shapes or any(k.startswith(p) for p in args.shapes)]
     print(
         f"{'shape':<44} {'bound':>6} {'evict':>6} {'decis':>6} {'ms/dec':>9} {'max ms':>9} {'seconds':>8} "

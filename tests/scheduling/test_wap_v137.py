@@ -9,6 +9,7 @@ import msgspec
 
 from phalanx.api.models import PodGroup
 from phalanx.scheduling.config import SchedulerConfig, with_mode
+from phalanx.scheduling.outcome import OutcomeLog
 from phalanx.scheduling.scheduler import Scheduler
 
 from builders import make_node, make_pod
@@ -101,3 +102,57 @@ def test_rechecking_only_the_returned_units_nodes_gives_the_full_recheck_result(
     fast, full = run(True), run(False)
     assert any(phase == "Evicted" for phase, _, _ in fast.values())
     assert fast == full
+
+
+def test_a_recorder_that_does_not_explain_gets_the_same_victims_without_the_v1_37_comparison(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """phalanx's mode names ``reprieve-by-rerun`` by also running v1.37's single-run reprieve; serve's and
+    simulate's recorders ignore rule names, so that second run is skipped for them and nothing else changes."""
+    from phalanx.scheduling.cycle import group_preemption
+    from phalanx.scheduling.recorder import BaseRecorder, Recorders
+
+    class Evictions(BaseRecorder):
+        def __init__(self) -> None:
+            self.names: list[str] = []
+
+        def evicted(self, eviction) -> None:  # type: ignore[no-untyped-def,override]
+            self.names.append(eviction.name)
+
+    calls: list[str] = []
+    single_run = group_preemption._single_run
+
+    def counted(c, intent, priority):  # type: ignore[no-untyped-def]
+        calls.append(c.group.key)
+        return single_run(c, intent, priority)
+
+    monkeypatch.setattr(group_preemption, "_single_run", counted)
+    nodes = [
+        make_node("big").allocatable(cpu="16").obj(),
+        make_node("small").allocatable(cpu="8").obj(),
+    ]
+    busy = [
+        make_pod("analytics").requests(cpu="16").node("big").priority(50).phase("Running").obj(),
+        make_pod("notebook").requests(cpu="8").node("small").priority(10).phase("Running").obj(),
+    ]
+    group = msgspec.convert(
+        {
+            "metadata": {"name": "urgent", "namespace": "default"},
+            "spec": {"priority": 1000, "schedulingPolicy": {"gang": {"minCount": 1}}},
+        },
+        PodGroup,
+    )
+    urgent = make_pod("urgent-0").requests(cpu="8").group("urgent").priority(1000).obj()
+
+    def run(recorder: BaseRecorder) -> Scheduler:
+        s = Scheduler(SchedulerConfig(), recorder=recorder)
+        s.load(nodes, [*busy, urgent], [group])
+        s.run()
+        return s
+
+    quiet = Evictions()
+    run(quiet)
+    assert quiet.names == ["notebook"] and calls == []  # phalanx's victim, and no second run
+    log = OutcomeLog()
+    loud = Evictions()
+    run(Recorders([loud, log]))
+    assert loud.names == ["notebook"] and calls == ["default/urgent"]
+    assert log.rules["default/urgent-0"] == {"reprieve-by-rerun"}

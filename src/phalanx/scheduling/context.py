@@ -65,6 +65,11 @@ class CycleContext(Protocol):
     def release(self) -> Release: ...
 
     @property
+    def explains(self) -> bool:
+        """The recorder keeps the rules that changed a decision (``changed_by``): name even the costly ones."""
+        ...
+
+    @property
     def gates(self) -> SchedulingGates: ...
 
     @property

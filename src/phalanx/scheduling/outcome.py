@@ -114,6 +114,8 @@ class OutcomeLog:
     """A recorder keeping the latest outcome of every pod, the evictions in order and the groups' DisruptionTarget
     conditions: what the ScheduleResult reports and what tests assert. (Recorder protocol: ``recorder.py``.)"""
 
+    explains = True  # the ScheduleResult names the rules that changed a decision
+
     def __init__(self) -> None:
         self.outcomes: dict[str, PodOutcome] = {}
         self.evictions: list[Eviction] = []

@@ -21,6 +21,10 @@ Events:
     these pods or PodGroups (keys): without it they would have fared otherwise.
   - ``candidates``: kube-scheduler would have picked at random among these nodes (for a pod) or placements (for
     a PodGroup) where the engine picked one (reported when the seeded tie-break or all-nodes scoring is off).
+
+``explains``: the recorder keeps ``changed_by``. Naming some rules costs a second computation (whether v1.37's
+single-run reprieve would have chosen other victims, ``reprieve-by-rerun``); the engine does it only for a
+recorder that explains (``schedule``'s OutcomeLog), not for serve's or simulate's, which ignore the names.
 """
 
 from __future__ import annotations
@@ -49,6 +53,9 @@ class Rejection:
 
 
 class Recorder(Protocol):
+    @property
+    def explains(self) -> bool: ...
+
     def observed(self, key: str, phase: str, node: str | None) -> None: ...
 
     def waiting(self, key: str, reason: str, message: str) -> None: ...
@@ -76,6 +83,8 @@ class Recorder(Protocol):
 
 class BaseRecorder:
     """A recorder that ignores everything: subclass it and override the events a front end needs."""
+
+    explains: bool = False
 
     def observed(self, key: str, phase: str, node: str | None) -> None:
         pass
@@ -119,6 +128,10 @@ class Recorders(BaseRecorder):
 
     def __init__(self, recorders: Sequence[Recorder]) -> None:
         self.recorders = list(recorders)
+
+    @property
+    def explains(self) -> bool:  # type: ignore[override]
+        return any(r.explains for r in self.recorders)
 
     def observed(self, key: str, phase: str, node: str | None) -> None:
         for r in self.recorders:

@@ -140,6 +140,10 @@ class Scheduler:
         return self._release
 
     @property
+    def explains(self) -> bool:
+        return self.recorder.explains
+
+    @property
     def gates(self) -> SchedulingGates:
         return self._gates
 

@@ -77,8 +77,10 @@ def preempt_group(c: GroupCycle, intent: tas.Intent | None, rejections: Rejectio
     best = _cheapest(c, priority, options)
     if best is None and by_domain and intent is not None and intent.mode in ("preferred", "unconstrained"):
         best = _cheapest(c, priority, [None])  # the cycle's last resort is anywhere: so is preemption's
-    if ctx.release.wap_single_run and best is not None and best.victims:
-        v137 = _single_run(c, intent, priority)  # what v1.37 would evict: the rule is named where it differs
+    if ctx.release.wap_single_run and best is not None and best.victims and ctx.explains:
+        # What v1.37 would evict: the rule is named where it differs (only for a recorder that keeps the names:
+        # it runs the group algorithm a second time).
+        v137 = _single_run(c, intent, priority)
         if v137 is None or _keys(v137) != _keys(best):
             best.rules.add("reprieve_by_rerun")
     _evict(c, best, rejections, by_domain)
