@@ -204,3 +204,18 @@ def test_a_nominated_pod_goes_to_its_nominated_node_when_it_fits_there() -> None
     assert profile.schedule(pi, table, nominated=n1).node == n1  # nominated and it fits: taken unscored
     s.add_pod(make_pod("more").requests(cpu="1").node("n1").obj())  # n1 is full now
     assert profile.schedule(pi, table, nominated=n1).node == n0  # nominated but it does not fit: scored
+
+
+def test_a_nominated_gang_member_goes_to_its_nominated_node_when_it_fits_there() -> None:
+    """evaluateNominatedNode runs for PodGroup members too (podGroupPodSchedulingAlgorithm -> schedulePod): a
+    member nominated by an earlier workload-aware preemption takes its nominated node unscored if it passes Filter
+    there; the member without a nomination is scored (the emptier node)."""
+    s = Scheduler()
+    nodes = [make_node("n0").allocatable(cpu="8").obj(), make_node("n1").allocatable(cpu="8").obj()]
+    busy = make_pod("busy").requests(cpu="4").node("n1").obj()
+    members = [make_pod(f"g-{i}").requests(cpu="1").group("g").obj() for i in range(2)]
+    s.load(nodes, [busy, *members], [make_group("g", 2)])
+    s._nominations["default/g-1"] = "n1"  # as Scheduler.reject records a preemptor's node
+    s.run()
+    out = s.recorder.outcomes
+    assert (out["default/g-0"].node, out["default/g-1"].node) == ("n0", "n1")

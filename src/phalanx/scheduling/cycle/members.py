@@ -161,7 +161,9 @@ def place(c: GroupCycle, members: Sequence[PodInfo], within: BoolArray | None) -
     post_filters, c.post_filters = c.post_filters, False
     c.error = None
     for pi in members:
-        attempt = c.profile.schedule(pi, c.ctx.state.table, within)
+        # A member nominated by an earlier preemption goes to that node first, if it is in this placement and
+        # passes Filter there (schedulePod's evaluateNominatedNode runs for PodGroup members too).
+        attempt = c.profile.schedule(pi, c.ctx.state.table, within, nominated=c.ctx.nominated_row(pi.key))
         error = attempt.diagnosis.filter_error() if attempt.diagnosis is not None else None
         if error is not None and not c.ctx.rules.allocator_error_per_node:
             c.error = (pi, error)  # v1.36: an error stops evaluating the rest of the group
