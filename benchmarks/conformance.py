@@ -14,6 +14,9 @@ and ``percentageOfNodesToScore: 100``, wait until nothing changes, read back wha
 (tests/e2e/differential.py). Prints one line per disagreement, the agreement table per source and category and the
 time per snapshot.
 
+``--recheck N`` (default 2) runs kube-scheduler up to N more times on a snapshot whose disagreement carries no mark;
+if one of those runs agrees with phalanx wherever the first did not, the snapshot is marked kube-varies (kube-scheduler
+itself answers both ways there; docs/conformance.md). ``--recheck 0`` turns that off.
 ``--repeat N`` runs kube-scheduler N times on each snapshot that disagrees (on every snapshot, with ``--only``) and
 prints how many distinct outcomes it gave (more than one: kube-scheduler itself is not deterministic there).
 ``--save DIR`` writes each disagreeing snapshot as read back (``NAME.json``, a ``phalanx schedule -f`` input)
@@ -62,6 +65,7 @@ def _print_diffs(r: Comparison) -> None:
                 ("member-order", r.member_order),
                 ("preemption-race", r.preemption_race),
                 ("condition-race", r.condition_race),
+                (f"kube-varies: {r.kube_varies}", bool(r.kube_varies)),
             )
             if on
         ]
@@ -84,6 +88,9 @@ def main() -> int:
     parser.add_argument("--only", action="append", default=[], help="only snapshots whose name starts so")
     parser.add_argument(
         "--repeat", type=int, default=0, help="run kube-scheduler N times on disagreements (with --only: on all)"
+    )
+    parser.add_argument(
+        "--recheck", type=int, default=2, help="re-run kube-scheduler up to N times on an unmarked disagreement"
     )
     parser.add_argument("--save", type=Path, help="write each disagreeing snapshot (read back) and kube's log here")
     parser.add_argument("--version", default="1.36.3", choices=("1.36.3", "1.37.2"), help="kube-scheduler's release")
@@ -112,7 +119,7 @@ def main() -> int:
     run_started = time.monotonic()
     try:
         for snap in snaps:
-            r = harness.run(snap)
+            r = harness.run(snap, args.recheck)
             results.append(r)
             _print_diffs(r)
             disagrees = not r.skipped and any(not r.agrees(c) for c in CATEGORIES)
@@ -126,6 +133,7 @@ def main() -> int:
                     "memberOrder": r.member_order,
                     "race": r.preemption_race,
                     "conditionRace": r.condition_race,
+                    "kubeVaries": r.kube_varies,
                 }
                 outcomes = {"kube": _outcome(r), "diffs": r.diffs, **marks}
                 (args.save / f"{snap.name}.outcome.json").write_text(json.dumps(outcomes, indent=1))

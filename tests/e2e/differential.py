@@ -21,7 +21,10 @@ Two kinds of disagreement are marked, not hidden (docs/conformance.md says why e
                   room while the preemption ran; it nominates nothing for a group);
   condition-race  only PodGroup conditions differ, and kube-scheduler left each of those groups False after its
                   log says a cycle scheduled it, where phalanx says True/Scheduled: a left-over member's retry
-                  patched False over True before the informer had the True (updatePodGroupCondition reads it).
+                  patched False over True before the informer had the True (updatePodGroupCondition reads it);
+  kube-varies     none of the above, and kube-scheduler, run again on the same snapshot (``recheck`` runs), agreed
+                  with phalanx in every category the first run disagreed in: kube-scheduler itself gives more
+                  than one outcome there, and phalanx's is one of them (the evidence is the agreeing run).
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -102,6 +105,7 @@ class Comparison:
     member_order: bool = False
     preemption_race: bool = False
     condition_race: bool = False
+    kube_varies: str = ""  # the evidence: "kube-scheduler agreed in run 3, after 2 that did not"
     settled: bool = True
     seconds: dict[str, float] = field(default_factory=dict)
     kube: KubeOutcome | None = None
@@ -110,6 +114,29 @@ class Comparison:
 
     def agrees(self, category: str) -> bool:
         return not self.diffs.get(category)
+
+    @property
+    def marked(self) -> bool:
+        """A mark explains the disagreement (kube-scheduler's ties, member order, races or variation)."""
+        return self.tie_dependent or self.member_order or self.preemption_race or self.condition_race
+
+    def disagreeing(self) -> list[str]:
+        return [c for c in CATEGORIES if not self.agrees(c)]
+
+
+def recheck(first: Comparison, again: Callable[[], Comparison], runs: int) -> Comparison:
+    """For a disagreement no mark explains, run kube-scheduler up to ``runs`` more times on the same snapshot
+    (``again``: reset, load and both schedulers once more); the first run that agrees with phalanx in every
+    category ``first`` disagreed in marks ``first`` kube-varies, with that run as the evidence."""
+    wrong = first.disagreeing()
+    if first.skipped or not wrong or first.marked or runs <= 0:
+        return first
+    for n in range(runs):
+        other = again()
+        if not other.skipped and all(other.agrees(c) for c in wrong):
+            first.kube_varies = f"kube-scheduler agreed in run {n + 2}, after {n + 1} that did not"
+            break
+    return first
 
 
 def member_classes(objects: Iterable[dict[str, Any]]) -> dict[str, str]:
@@ -200,7 +227,12 @@ class Harness:
         self.release = release_of(cp.kube.version)
         self.compat = "v" + cp.kube.minor
 
-    def run(self, snap: Snapshot) -> Comparison:
+    def run(self, snap: Snapshot, recheck_runs: int = 0) -> Comparison:
+        """One comparison; with ``recheck_runs``, an unmarked disagreement is run again (``recheck``)."""
+        first = self._run(snap)
+        return recheck(first, lambda: self._run(snap), recheck_runs)
+
+    def _run(self, snap: Snapshot) -> Comparison:
         t0 = time.monotonic()
         reset(self.api, sorted(self.namespaces), self.release)
         t1 = time.monotonic()
@@ -239,10 +271,12 @@ def _namespaces_of(objects: Iterable[dict[str, Any]]) -> set[str]:
 def table(results: Sequence[Comparison]) -> str:
     """The agreement table: per source and category, snapshots that agree (of those compared) and items; of the
     snapshots that disagree, how many are tie-dependent, how many only swap interchangeable members and how many
-    follow a workload-aware preemption kube-scheduler lost (each counted once, in that order), and how many differ
-    only in conditions kube-scheduler regressed from a stale cache."""
+    follow a workload-aware preemption kube-scheduler lost (each counted once, in that order), how many differ
+    only in conditions kube-scheduler regressed from a stale cache, and how many kube-scheduler itself answered
+    phalanx's way in another run (kube-varies: no other mark)."""
     head = f"{'source':10} {'category':10} {'snapshots agree':>16} {'items agree':>14}"
-    lines = [f"{head} {'tie-dependent':>14} {'member-order':>13} {'preempt-race':>13} {'cond-race':>10}"]
+    marks = f"{'tie-dependent':>14} {'member-order':>13} {'preempt-race':>13} {'cond-race':>10} {'kube-varies':>12}"
+    lines = [f"{head} {marks}"]
     for source in ("scenario", "random"):
         ran = [r for r in results if r.source == source and not r.skipped]
         if not ran:
@@ -256,8 +290,9 @@ def table(results: Sequence[Comparison]) -> str:
                 1 for r in ran if not r.agrees(cat) and r.preemption_race and not r.tie_dependent and not r.member_order
             )
             cond = sum(1 for r in ran if not r.agrees(cat) and r.condition_race)
+            varies = sum(1 for r in ran if not r.agrees(cat) and r.kube_varies)
             row = f"{source:10} {cat:10} {f'{ok}/{len(ran)}':>16} {f'{items[0]}/{items[1]}':>14}"
-            lines.append(f"{row} {ties:>14} {order:>13} {race:>13} {cond:>10}")
+            lines.append(f"{row} {ties:>14} {order:>13} {race:>13} {cond:>10} {varies:>12}")
         skipped = sum(1 for r in results if r.source == source and r.skipped)
         lines.append(f"{source:10} {'(skipped)':10} {skipped:>16}")
     return "\n".join(lines)
