@@ -65,6 +65,7 @@ def _print_diffs(r: Comparison) -> None:
                 ("member-order", r.member_order),
                 ("preemption-race", r.preemption_race),
                 ("condition-race", r.condition_race),
+                ("async-preemption", r.async_preemption and not (r.tie_dependent or r.member_order)),
                 (f"kube-varies: {r.kube_varies}", bool(r.kube_varies)),
             )
             if on
@@ -133,6 +134,7 @@ def main() -> int:
                     "memberOrder": r.member_order,
                     "race": r.preemption_race,
                     "conditionRace": r.condition_race,
+                    "asyncPreemption": r.async_preemption,
                     "kubeVaries": r.kube_varies,
                 }
                 outcomes = {"kube": _outcome(r), "diffs": r.diffs, **marks}

@@ -186,6 +186,12 @@ def _config(
     help="Also schedule in the other mode and list every pod and PodGroup whose outcome differs, with the rule "
     "that changed it.",
 )
+@click.option(
+    "--async-preemption",
+    is_flag=True,
+    help="Preemption victims keep their room until the pods already queued have been tried, as they mostly do "
+    "while kube-scheduler's asynchronous deletion is on its way (default: victims are gone at once).",
+)
 @_exits
 def schedule(
     paths: tuple[str, ...],
@@ -196,6 +202,7 @@ def schedule(
     compat: str | None,
     feature_gates: tuple[str, ...],
     show_diff: bool,
+    async_preemption: bool,
 ) -> None:
     """What would a workload-aware scheduler (Kubernetes v1.37, v1.36 objects read too) do with this snapshot?
     phalanx's rules beyond v1.36 are on unless --compat v1.36; the workload feature gates are on unless
@@ -212,13 +219,13 @@ def schedule(
     def stdin() -> Any:
         return io.StringIO(text) if text is not None else None
 
-    sched, inv, timings = schedule_snapshot(paths, config, scheduler_name, stdin(), seed)
+    sched, inv, timings = schedule_snapshot(paths, config, scheduler_name, stdin(), seed, async_preemption)
     _warn([*inv.warnings, *(w.render() for w in ignored_field_warnings(inv))])
     result = build_result(sched, timings)
     if show_diff:
         from phalanx.snapshot.diff import diff_snapshot
 
-        result["diff"] = diff_snapshot(result, paths, config, scheduler_name, seed, stdin)
+        result["diff"] = diff_snapshot(result, paths, config, scheduler_name, seed, stdin, async_preemption)
     if output == "json":
         click.echo(json.dumps(result, indent=2))
     elif output == "yaml":

@@ -22,6 +22,10 @@ Two kinds of disagreement are marked, not hidden (docs/conformance.md says why e
   condition-race  only PodGroup conditions differ, and kube-scheduler left each of those groups False after its
                   log says a cycle scheduled it, where phalanx says True/Scheduled: a left-over member's retry
                   patched False over True before the informer had the True (updatePodGroupCondition reads it);
+  async-preemption  none of the above, and phalanx with victims kept on their nodes until the pods already queued
+                  have been tried (``--async-preemption``: kube-scheduler deletes victims asynchronously, so the
+                  cycles right after a preemption still see them) gives kube-scheduler's outcome in every category
+                  that disagreed;
   kube-varies     none of the above, and kube-scheduler, run again on the same snapshot (``recheck`` runs), agreed
                   with phalanx in every category the first run disagreed in: kube-scheduler itself gives more
                   than one outcome there, and phalanx's is one of them (the evidence is the agreeing run).
@@ -105,6 +109,7 @@ class Comparison:
     member_order: bool = False
     preemption_race: bool = False
     condition_race: bool = False
+    async_preemption: bool = False
     kube_varies: str = ""  # the evidence: "kube-scheduler agreed in run 3, after 2 that did not"
     settled: bool = True
     seconds: dict[str, float] = field(default_factory=dict)
@@ -118,7 +123,8 @@ class Comparison:
     @property
     def marked(self) -> bool:
         """A mark explains the disagreement (kube-scheduler's ties, member order, races or variation)."""
-        return self.tie_dependent or self.member_order or self.preemption_race or self.condition_race
+        marks = (self.tie_dependent, self.member_order, self.preemption_race, self.condition_race)
+        return any(marks) or self.async_preemption
 
     def disagreeing(self) -> list[str]:
         return [c for c in CATEGORIES if not self.agrees(c)]
@@ -203,6 +209,8 @@ def compare(snap: Snapshot, kube: KubeOutcome, ph: PhalanxOutcome, classes: dict
     if c.diffs["scheduled"] or c.diffs["victims"]:
         lost = [g for g in kube.group_preemptions if (kube.conditions.get(g) or ("",))[0] != "True"]
         c.preemption_race = any(n > 1 for n in kube.group_preemptions.values()) or bool(lost)
+    if ph.async_victims is not None and not (c.tie_dependent or c.preemption_race or c.condition_race):
+        c.async_preemption = _async_explains(c, kube, ph.async_victims)
     if classes and (c.diffs["scheduled"] or c.diffs["node"]) and not c.diffs["victims"] and not c.diffs["podgroup"]:
         # Interchangeable members swapped: as many of each class scheduled, and where a node differs, the same
         # multiset of (class, node).
@@ -210,6 +218,22 @@ def compare(snap: Snapshot, kube: KubeOutcome, ph: PhalanxOutcome, classes: dict
         same_nodes = not c.diffs["node"] or _by_class(kube.placed, classes) == _by_class(ph.placed, classes)
         c.member_order = same_set and same_nodes
     return c
+
+
+def _async_explains(c: Comparison, kube: KubeOutcome, lingering: PhalanxOutcome) -> bool:
+    """phalanx with lingering victims agrees with kube-scheduler in every category that disagreed."""
+    wrong = c.disagreeing()
+    if not wrong:
+        return False
+    node_diffs = [line.split(":", 1)[0] for line in c.diffs["node"]]
+    groups = set(kube.conditions) | set(lingering.conditions)
+    same = {
+        "scheduled": set(lingering.placed) == set(kube.placed),
+        "node": all(lingering.placed.get(k) == kube.placed.get(k) for k in node_diffs),
+        "victims": set(lingering.evicted) == set(kube.evicted),
+        "podgroup": all(lingering.conditions.get(g) == kube.conditions.get(g) for g in groups),
+    }
+    return all(same[cat] for cat in wrong)
 
 
 def control_plane(workdir: Path | None = None, version: str = "1.36.3") -> ControlPlane:
@@ -272,10 +296,12 @@ def table(results: Sequence[Comparison]) -> str:
     """The agreement table: per source and category, snapshots that agree (of those compared) and items; of the
     snapshots that disagree, how many are tie-dependent, how many only swap interchangeable members and how many
     follow a workload-aware preemption kube-scheduler lost (each counted once, in that order), how many differ
-    only in conditions kube-scheduler regressed from a stale cache, and how many kube-scheduler itself answered
+    only in conditions kube-scheduler regressed from a stale cache, how many phalanx answers kube-scheduler's way
+    with lingering victims (async: no earlier mark), and how many kube-scheduler itself answered
     phalanx's way in another run (kube-varies: no other mark)."""
     head = f"{'source':10} {'category':10} {'snapshots agree':>16} {'items agree':>14}"
-    marks = f"{'tie-dependent':>14} {'member-order':>13} {'preempt-race':>13} {'cond-race':>10} {'kube-varies':>12}"
+    marks = f"{'tie-dependent':>14} {'member-order':>13} {'preempt-race':>13} {'cond-race':>10} {'async':>6}"
+    marks += f" {'kube-varies':>12}"
     lines = [f"{head} {marks}"]
     for source in ("scenario", "random"):
         ran = [r for r in results if r.source == source and not r.skipped]
@@ -290,9 +316,13 @@ def table(results: Sequence[Comparison]) -> str:
                 1 for r in ran if not r.agrees(cat) and r.preemption_race and not r.tie_dependent and not r.member_order
             )
             cond = sum(1 for r in ran if not r.agrees(cat) and r.condition_race)
+            early = (r.tie_dependent or r.member_order or r.preemption_race or r.condition_race for r in ran)
+            lingering = sum(
+                1 for r, e in zip(ran, early, strict=True) if not r.agrees(cat) and r.async_preemption and not e
+            )
             varies = sum(1 for r in ran if not r.agrees(cat) and r.kube_varies)
             row = f"{source:10} {cat:10} {f'{ok}/{len(ran)}':>16} {f'{items[0]}/{items[1]}':>14}"
-            lines.append(f"{row} {ties:>14} {order:>13} {race:>13} {cond:>10} {varies:>12}")
+            lines.append(f"{row} {ties:>14} {order:>13} {race:>13} {cond:>10} {lingering:>6} {varies:>12}")
         skipped = sum(1 for r in results if r.source == source and r.skipped)
         lines.append(f"{source:10} {'(skipped)':10} {skipped:>16}")
     return "\n".join(lines)

@@ -7,6 +7,10 @@ things are checked: phalanx's node selection for the pod had a single best node 
 engine selects from), and every tie-break seed put the pod on the same node (which also catches ties earlier in
 the run that moved it, and ties between topology domains).
 
+A fifth run (seed 0, ``--async-preemption``) keeps preemption victims on their nodes until the pods already queued
+have been tried, as kube-scheduler's asynchronous deletion mostly leaves them (``async_victims``): the harness
+marks a disagreement async-preemption when that run gives kube-scheduler's outcome.
+
 ``COMPAT`` switches the harness to ``phalanx schedule --compat v1.36 --feature-gates ...`` (``--compat v1.37``
 against a v1.37 control plane; issue #13, deliverables 1 and 2) as soon as the command has the flag; until then
 phalanx runs with its default profile.
@@ -56,6 +60,8 @@ class PhalanxOutcome:
     candidates: dict[str, list[str]] = field(default_factory=dict)
     # (scheduled set, victims) for each seed: more than one means the outcome itself depends on tie-breaks
     variants: list[tuple[frozenset[str], frozenset[str]]] = field(default_factory=list)
+    # the same snapshot with victims kept on their nodes until the queue drains (--async-preemption, seed 0)
+    async_victims: PhalanxOutcome | None = None
     error: str = ""
     seconds: float = 0.0
 
@@ -107,9 +113,11 @@ def run_phalanx(
             with _recording_ties() as best:
                 first = _invoke([*args, "--seed", str(seeds[0])])
             others = [_invoke([*args, "--seed", str(s)]) for s in seeds[1:]]
+            lingering = _invoke([*args, "--seed", str(seeds[0]), "--async-preemption"])
         except RuntimeError as exc:
             return PhalanxOutcome(error=str(exc))
     out = _outcome(first, set(pending))
+    out.async_victims = _outcome(lingering, set(pending))
     out.seconds = float(first.get("stats", {}).get("scheduleSeconds", 0.0))
     results = [first, *others]
     nodes = [_outcome(r, set(pending)).placed for r in results]

@@ -63,6 +63,10 @@ KUBE_MEMBER_ORDER = "kube-scheduler orders a PodGroup's members at random (docs/
 KUBE_PREEMPTION_RACE = "kube-scheduler lost the room its workload-aware preemption made (docs/conformance.md)"
 QUORUM = "phalanx bug: v1.36 places the member that completes minCount first (gang-v136-quorum-member-goes-first)"
 UNPLACED = "phalanx bug: unplaced members preempt before the pods queued behind them (wap-v136-unplaced-members-*)"
+ASYNC_PREEMPTION = (
+    "kube-scheduler's victims were still on their nodes for the next cycles (async deletion): phalanx with "
+    "--async-preemption gives its outcome (docs/conformance.md)"
+)
 CONDITION_RACE = "kube-scheduler can regress PodGroupScheduled to False from a stale cache (docs/conformance.md)"
 DRA_GROUP_CLAIM = "kube-scheduler places a PodGroup claim's gang at random: 4 outcomes in 6 runs (docs/conformance.md)"
 KNOWN: dict[str, dict[str, str]] = {
@@ -155,6 +159,7 @@ def _check(harness: Harness, snap: Snapshot, known_diffs: dict[str, dict[str, st
                 ("tie-dependent", r.tie_dependent),
                 (KUBE_MEMBER_ORDER, r.member_order),
                 (CONDITION_RACE, r.condition_race),
+                (ASYNC_PREEMPTION, r.async_preemption),
             )
             if on
         ]
@@ -331,3 +336,21 @@ def test_an_unmarked_disagreement_kube_answers_the_other_way_on_a_rerun_is_marke
     tie = compare(snap, first_kube, ph)
     tie.tie_dependent = True
     assert not recheck(tie, counted, 2).kube_varies and not calls  # already marked: no rerun
+
+
+def test_phalanx_with_lingering_victims_giving_kubes_outcome_marks_async_preemption() -> None:
+    kube, ph = _outcomes()
+    snap = Snapshot("s", "random", [])
+    lingering = PhalanxOutcome(placed=dict(kube.placed), evicted=dict(ph.evicted), conditions=dict(ph.conditions))
+    ph.placed = {"d/a": "n1"}  # with victims gone at once, b found no room
+    ph.async_victims = lingering
+    c = compare(snap, kube, ph)
+    assert c.disagreeing() == ["scheduled"] and c.async_preemption and c.marked
+    lingering.placed = {"d/a": "n1", "d/b": "n1"}  # b scheduled, but on another node than kube's: still the set
+    assert compare(snap, kube, ph).async_preemption
+    ph.placed = {"d/a": "n1", "d/b": "n3"}  # only b's node differs, and the lingering run does not give kube's
+    ph.unique = {"d/a", "d/b"}
+    assert compare(snap, kube, ph).disagreeing() == ["node"]
+    assert not compare(snap, kube, ph).async_preemption
+    lingering.placed = dict(kube.placed)
+    assert compare(snap, kube, ph).async_preemption

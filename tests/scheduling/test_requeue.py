@@ -219,3 +219,31 @@ def test_a_nominated_gang_member_goes_to_its_nominated_node_when_it_fits_there()
     s.run()
     out = s.recorder.outcomes
     assert (out["default/g-0"].node, out["default/g-1"].node) == ("n0", "n1")
+
+
+def test_async_victims_keep_their_room_for_the_pods_queued_behind_the_preemptor() -> None:
+    """kube-scheduler deletes preemption victims asynchronously, so the cycles right after a preemption still see
+    them (random-1-0250). ``async_victims`` models that: the victim keeps its node until the active queue drains,
+    and only then its PodDelete wakes the preemptor. By default it is gone at once."""
+
+    def run(async_victims: bool) -> dict[str, tuple[str, str | None]]:
+        s = Scheduler(async_victims=async_victims)
+        nodes = [make_node("n0").allocatable(cpu="2").obj(), make_node("n1").allocatable(cpu="8").obj()]
+        running = [
+            make_pod("small").requests(cpu="1").priority(1000).node("n0").obj(),
+            make_pod("other").requests(cpu="2").priority(1000).node("n1").obj(),
+            make_pod("victim").requests(cpu="4").priority(1).node("n1").obj(),
+        ]
+        preemptor = make_pod("preemptor").requests(cpu="3").priority(100).created("2026-01-01T10:00:00Z").obj()
+        later = make_pod("later").requests(cpu="1").priority(100).created("2026-01-01T10:01:00Z").obj()
+        later.spec.preemption_policy = "Never"
+        s.load(nodes, [*running, preemptor, later])
+        s.run()
+        return {k: (o.phase, o.node) for k, o in s.recorder.outcomes.items()}
+
+    at_once, lingering = run(False), run(True)
+    for out in (at_once, lingering):
+        assert out["default/victim"][0] == "Evicted"
+        assert out["default/preemptor"] == ("Scheduled", "n1")
+    assert at_once["default/later"] == ("Scheduled", "n1")  # the victim's room, less the nominee's, is the best
+    assert lingering["default/later"] == ("Scheduled", "n0")  # n1 still holds the victim and the nominee

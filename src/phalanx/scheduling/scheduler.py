@@ -61,7 +61,10 @@ _UNRESOLVABLE = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
 class Scheduler:
     """The engine. ``recorder`` hears every decision (default: an :class:`~phalanx.scheduling.outcome.OutcomeLog`);
     ``rules`` switches phalanx's beyond-v1.36 rules (default: the configuration's, all on unless a compatibility
-    mode turned them off); the configuration's feature gates switch the workload and DRA features."""
+    mode turned them off); the configuration's feature gates switch the workload and DRA features.
+    ``async_victims`` models kube-scheduler's asynchronous preemption: a victim keeps its room until the active
+    queue has drained (the pods queued behind the preemptor see it still running, as they do while kube-scheduler's
+    deletion is on its way); by default victims are gone at once."""
 
     def __init__(
         self,
@@ -70,8 +73,11 @@ class Scheduler:
         seed: int = 0,
         recorder: Recorder | None = None,
         rules: Rules | None = None,
+        async_victims: bool = False,
     ) -> None:
         config = config or SchedulerConfig()
+        self.async_victims = async_victims
+        self._terminating: list[PodInfo] = []  # evicted, still on their nodes (async_victims) until the queue drains
         self.only = scheduler_name
         self.recorder: Recorder = recorder if recorder is not None else o.OutcomeLog()
         self._rules = rules if rules is not None else config.rules
@@ -484,7 +490,13 @@ class Scheduler:
         """Schedule until no queued pod can make progress. Returns the number of pods bound by this call."""
         before = self._stats.pods_bound
         try:
-            while (pi := self.queue.pop()) is not None:
+            while True:
+                if self._terminating and not len(self.queue):
+                    self._finish_terminating()  # their PodDelete may wake pods: pop again
+                if (pi := self.queue.pop()) is None:
+                    if self._terminating:
+                        continue
+                    break
                 self._hold_nominated(pi)
                 self._dispatch(pi)
         finally:
@@ -612,15 +624,17 @@ class Scheduler:
 
     def evict(self, victims: Iterable[PodInfo], preemptor: Preemptor) -> None:
         """Preemption victims are deleted (DisruptionTarget, reason PreemptionByScheduler). The run treats them
-        as gone at once, frees their nodes and sends one PodDelete event; they stay in the result as Evicted."""
+        as gone at once, frees their nodes and sends one PodDelete event; they stay in the result as Evicted.
+        With ``async_victims`` they keep their nodes until the active queue drains (``_finish_terminating``)."""
         for pi in victims:
             row = self.state.placement.get(pi.key)
-            if row is None:
+            if row is None or any(t.key == pi.key for t in self._terminating):
                 continue
             node = self.state.table.names[row]
-            self.state.remove(pi)
-            self._release_claims(pi)
-            self._groups.discard_member(pi)
+            if self.async_victims:
+                self._terminating.append(pi)
+            else:
+                self._remove_victim(pi)
             group = pi.group_key if pi.group_key in self._groups else None
             ev = o.Eviction(
                 pi.namespace,
@@ -636,6 +650,20 @@ class Scheduler:
             if group is not None:
                 target = o.GroupCondition("True", o.REASON_PREEMPTED, ev.message, o.CONDITION_DISRUPTION_TARGET)
                 self.recorder.condition_changed(group, target)
+        if not self.async_victims:
+            self.queue.on_event(ClusterEvent.POD_DELETE)
+
+    def _remove_victim(self, pi: PodInfo) -> None:
+        self.state.remove(pi)
+        self._release_claims(pi)
+        self._groups.discard_member(pi)
+
+    def _finish_terminating(self) -> None:
+        """The evicted pods' deletions land: their nodes are freed and one PodDelete event is sent."""
+        done, self._terminating = self._terminating, []
+        for pi in done:
+            if pi.key in self.state.placement:
+                self._remove_victim(pi)
         self.queue.on_event(ClusterEvent.POD_DELETE)
 
     def changed_by(self, rule: str, keys: Iterable[str]) -> None:

@@ -120,6 +120,7 @@ def diff_snapshot(
     scheduler_name: str | None,
     seed: int,
     stdin: Callable[[], TextIO | None],
+    async_victims: bool = False,
 ) -> list[dict[str, Any]]:
     """``--diff`` for a run made with ``config`` (either mode) whose ScheduleResult is ``result``: the snapshot is
     scheduled again in the other mode (and once per acting rule when attribution needs it). ``stdin`` gives a
@@ -130,7 +131,7 @@ def diff_snapshot(
         # is what kube-scheduler v1.36 does with the run's feature gates. A run with some rules on is phalanx's.
         compat = "v1.36" if rules == COMPAT_V1_36 else None
         sched, _, timings = schedule_snapshot(
-            paths, replace(config, rules=rules, compat=compat), scheduler_name, stdin(), seed
+            paths, replace(config, rules=rules, compat=compat), scheduler_name, stdin(), seed, async_victims
         )
         return build_result(sched, timings)
 

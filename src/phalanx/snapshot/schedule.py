@@ -60,9 +60,10 @@ def schedule_snapshot(
     scheduler_name: str | None = None,
     stdin: TextIO | None = None,
     seed: int = 0,
+    async_victims: bool = False,
 ) -> tuple[Scheduler, Inventory, Timings]:
     """Load, validate and schedule a snapshot. Raises InputError for bad input (nothing is scheduled). The
-    engine's recorder is an OutcomeLog (``result.build_result`` reads it)."""
+    engine's recorder is an OutcomeLog (``result.build_result`` reads it); ``async_victims``: Scheduler's."""
     timings = Timings()
     inv = load_and_validate(paths, stdin, timings)
     cfg = config or SchedulerConfig()
@@ -71,7 +72,7 @@ def schedule_snapshot(
     # compatibility mode, as that version's Job controller would.
     jobs = JobControllerOptions.for_version(cfg.compat) if cfg.compat else DEFAULT_OPTIONS
     run_controllers(inv, jobs, gates.workload_with_job, gates.workload_resource_claims and gates.generic_workload)
-    sched = Scheduler(config, scheduler_name, seed, recorder=OutcomeLog())
+    sched = Scheduler(config, scheduler_name, seed, recorder=OutcomeLog(), async_victims=async_victims)
     start = time.perf_counter()
     try:
         rules = inv.device_taint_rules if gates.device_taint_rules else []
