@@ -93,6 +93,11 @@ def main() -> int:
     parser.add_argument(
         "--recheck", type=int, default=2, help="re-run kube-scheduler up to N times on an unmarked disagreement"
     )
+    parser.add_argument(
+        "--async-preemption",
+        action="store_true",
+        help="phalanx keeps victims until its queue drains (schedule --async-preemption); the fifth run removes them",
+    )
     parser.add_argument("--save", type=Path, help="write each disagreeing snapshot (read back) and kube's log here")
     parser.add_argument("--version", default="1.36.3", choices=("1.36.3", "1.37.2"), help="kube-scheduler's release")
     args = parser.parse_args()
@@ -115,7 +120,7 @@ def main() -> int:
     started = time.monotonic()
     cp.start()
     print(f"control plane up in {time.monotonic() - started:.1f} s", flush=True)
-    harness = Harness(cp)
+    harness = Harness(cp, args.async_preemption)
     results: list[Comparison] = []
     run_started = time.monotonic()
     try:

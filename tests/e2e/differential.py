@@ -209,8 +209,8 @@ def compare(snap: Snapshot, kube: KubeOutcome, ph: PhalanxOutcome, classes: dict
     if c.diffs["scheduled"] or c.diffs["victims"]:
         lost = [g for g in kube.group_preemptions if (kube.conditions.get(g) or ("",))[0] != "True"]
         c.preemption_race = any(n > 1 for n in kube.group_preemptions.values()) or bool(lost)
-    if ph.async_victims is not None and not (c.tie_dependent or c.preemption_race or c.condition_race):
-        c.async_preemption = _async_explains(c, kube, ph.async_victims)
+    if ph.other_timing is not None and not (c.tie_dependent or c.preemption_race or c.condition_race):
+        c.async_preemption = _async_explains(c, kube, ph.other_timing)
     if classes and (c.diffs["scheduled"] or c.diffs["node"]) and not c.diffs["victims"] and not c.diffs["podgroup"]:
         # Interchangeable members swapped: as many of each class scheduled, and where a node differs, the same
         # multiset of (class, node).
@@ -221,7 +221,7 @@ def compare(snap: Snapshot, kube: KubeOutcome, ph: PhalanxOutcome, classes: dict
 
 
 def _async_explains(c: Comparison, kube: KubeOutcome, lingering: PhalanxOutcome) -> bool:
-    """phalanx with lingering victims agrees with kube-scheduler in every category that disagreed."""
+    """phalanx with the other victim timing agrees with kube-scheduler in every category that disagreed."""
     wrong = c.disagreeing()
     if not wrong:
         return False
@@ -244,8 +244,9 @@ def control_plane(workdir: Path | None = None, version: str = "1.36.3") -> Contr
 class Harness:
     """One control plane, reused across snapshots: reset, load, phalanx, kube-scheduler, compare."""
 
-    def __init__(self, cp: ControlPlane) -> None:
+    def __init__(self, cp: ControlPlane, async_victims: bool = False) -> None:
         self.cp = cp
+        self.async_victims = async_victims  # phalanx's main runs keep victims until the queue drains
         self.api = Api(cp)
         self.namespaces: set[str] = {"default"}
         self.release = release_of(cp.kube.version)
@@ -272,7 +273,13 @@ class Harness:
             p["spec"].get("schedulerName", "default-scheduler") for p in pods if not p["spec"].get("nodeName")
         }
         ph = run_phalanx(
-            loaded.objects, loaded.pending, snap.config, snap.scheduler_name, self.cp.gates, compat=self.compat
+            loaded.objects,
+            loaded.pending,
+            snap.config,
+            snap.scheduler_name,
+            self.cp.gates,
+            compat=self.compat,
+            async_victims=self.async_victims,
         )
         t3 = time.monotonic()
         if ph.error:

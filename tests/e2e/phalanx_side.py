@@ -7,9 +7,11 @@ things are checked: phalanx's node selection for the pod had a single best node 
 engine selects from), and every tie-break seed put the pod on the same node (which also catches ties earlier in
 the run that moved it, and ties between topology domains).
 
-A fifth run (seed 0, ``--async-preemption``) keeps preemption victims on their nodes until the pods already queued
-have been tried, as kube-scheduler's asynchronous deletion mostly leaves them (``async_victims``): the harness
-marks a disagreement async-preemption when that run gives kube-scheduler's outcome.
+A fifth run (seed 0) takes the other timing of preemption victims (``other_timing``): with ``--async-preemption``
+they keep their nodes until the pods already queued have been tried, as kube-scheduler's asynchronous deletion
+mostly leaves them; without it, they are gone at once. The four main runs take the harness's timing (``async_victims``,
+default: at once); the harness marks a disagreement async-preemption when the fifth run gives kube-scheduler's
+outcome.
 
 ``COMPAT`` switches the harness to ``phalanx schedule --compat v1.36 --feature-gates ...`` (``--compat v1.37``
 against a v1.37 control plane; issue #13, deliverables 1 and 2) as soon as the command has the flag; until then
@@ -60,8 +62,8 @@ class PhalanxOutcome:
     candidates: dict[str, list[str]] = field(default_factory=dict)
     # (scheduled set, victims) for each seed: more than one means the outcome itself depends on tie-breaks
     variants: list[tuple[frozenset[str], frozenset[str]]] = field(default_factory=list)
-    # the same snapshot with victims kept on their nodes until the queue drains (--async-preemption, seed 0)
-    async_victims: PhalanxOutcome | None = None
+    # the same snapshot with the other victim timing (seed 0): lingering until the queue drains, or gone at once
+    other_timing: PhalanxOutcome | None = None
     error: str = ""
     seconds: float = 0.0
 
@@ -98,6 +100,7 @@ def run_phalanx(
     gates: dict[str, bool],
     seeds: Sequence[int] = SEEDS,
     compat: str = "v1.36",
+    async_victims: bool = False,
 ) -> PhalanxOutcome:
     with tempfile.TemporaryDirectory(prefix="diffconf-") as tmp:
         snap = Path(tmp) / "snapshot.json"
@@ -109,15 +112,16 @@ def run_phalanx(
             args += ["--config", str(cfg)]
         if scheduler_name:
             args += ["--scheduler-name", scheduler_name]
+        timing, other = (["--async-preemption"], []) if async_victims else ([], ["--async-preemption"])
         try:
             with _recording_ties() as best:
-                first = _invoke([*args, "--seed", str(seeds[0])])
-            others = [_invoke([*args, "--seed", str(s)]) for s in seeds[1:]]
-            lingering = _invoke([*args, "--seed", str(seeds[0]), "--async-preemption"])
+                first = _invoke([*args, *timing, "--seed", str(seeds[0])])
+            others = [_invoke([*args, *timing, "--seed", str(s)]) for s in seeds[1:]]
+            lingering = _invoke([*args, *other, "--seed", str(seeds[0])])
         except RuntimeError as exc:
             return PhalanxOutcome(error=str(exc))
     out = _outcome(first, set(pending))
-    out.async_victims = _outcome(lingering, set(pending))
+    out.other_timing = _outcome(lingering, set(pending))
     out.seconds = float(first.get("stats", {}).get("scheduleSeconds", 0.0))
     results = [first, *others]
     nodes = [_outcome(r, set(pending)).placed for r in results]

@@ -343,7 +343,7 @@ def test_phalanx_with_lingering_victims_giving_kubes_outcome_marks_async_preempt
     snap = Snapshot("s", "random", [])
     lingering = PhalanxOutcome(placed=dict(kube.placed), evicted=dict(ph.evicted), conditions=dict(ph.conditions))
     ph.placed = {"d/a": "n1"}  # with victims gone at once, b found no room
-    ph.async_victims = lingering
+    ph.other_timing = lingering
     c = compare(snap, kube, ph)
     assert c.disagreeing() == ["scheduled"] and c.async_preemption and c.marked
     lingering.placed = {"d/a": "n1", "d/b": "n1"}  # b scheduled, but on another node than kube's: still the set
