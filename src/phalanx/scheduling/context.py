@@ -81,6 +81,11 @@ class CycleContext(Protocol):
     @property
     def victim_index(self) -> VictimIndex: ...
 
+    @property
+    def seed(self) -> int:
+        """The tie-break seed (``--seed``): where kube-scheduler's order is random, other seeds draw another."""
+        ...
+
     def profile_for(self, pi: PodInfo) -> Profile: ...
 
     def preemption_policy(self, pi: PodInfo) -> str:

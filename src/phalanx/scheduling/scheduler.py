@@ -79,6 +79,7 @@ class Scheduler:
         self.async_victims = async_victims
         self._terminating: list[PodInfo] = []  # evicted, still on their nodes (async_victims) until the queue drains
         self.only = scheduler_name
+        self._seed = seed
         self.recorder: Recorder = recorder if recorder is not None else o.OutcomeLog()
         self._rules = rules if rules is not None else config.rules
         self._release = release_for(config.compat)
@@ -148,6 +149,10 @@ class Scheduler:
     @property
     def explains(self) -> bool:
         return self.recorder.explains
+
+    @property
+    def seed(self) -> int:
+        return self._seed
 
     @property
     def gates(self) -> SchedulingGates:

@@ -3,6 +3,8 @@ the PostFilter, and the what-if removal of placed pods (:class:`Held`)."""
 
 from __future__ import annotations
 
+import math
+
 from phalanx.cluster.pods import PodInfo
 from phalanx.cluster.state import ClusterState
 from phalanx.dra.claims import Suspension
@@ -35,9 +37,12 @@ PRIORITY_OFFSET = 1 << 31  # sums of priorities stay non-negative (math.MaxInt32
 
 
 def start_time(pi: PodInfo) -> float:
-    """``GetPodStartTime``: status.startTime, else the creation time (the snapshot has no clock)."""
+    """``GetPodStartTime``: status.startTime; for a pod this run placed (assumed or bound, never started) "now",
+    later than every pod of the input; else the creation time (the snapshot has no clock)."""
     ts = pi.pod.status.start_time
-    return ts.timestamp() if ts is not None else pi.created
+    if ts is not None:
+        return ts.timestamp()
+    return math.inf if not pi.pod.spec.node_name else pi.created
 
 
 def importance(pi: PodInfo) -> tuple[int, float, str]:

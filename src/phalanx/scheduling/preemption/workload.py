@@ -4,6 +4,7 @@ or a whole PodGroup-mode group), all removed, then reprieved most important firs
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -215,8 +216,11 @@ def _all_removed(ctx: CycleContext, units: list[Unit]) -> Iterator[tuple[Held, d
 
 
 def _reprieve_order(ctx: CycleContext, units: list[Unit]) -> tuple[list[Unit], list[Unit]]:
-    """The units in reprieve order, most important first: those whose eviction would violate a PDB, then the rest."""
-    units = sorted(units, key=Unit.importance)
+    """The units in reprieve order, most important first: those whose eviction would violate a PDB, then the rest.
+    Units alike in importance (priority, kind, size, start time) come in kube-scheduler's map order, which is
+    random (``newDomainForWorkloadPreemption`` collects them from a map): seed 0 takes them by name, another seed
+    in a seeded order, so the seeds show where that order decides the victims."""
+    units = sorted(units, key=lambda u: _tie_break(ctx.seed, u))
     removed = [p for u in units for p in u.pods]
     budgets = Budgets.of(ctx.pdbs, [*ctx.state.pods.values(), *removed]) if ctx.pdbs else Budgets()
     violating_pods, _ = budgets.split([p for u in units for p in u.pods])
@@ -224,6 +228,13 @@ def _reprieve_order(ctx: CycleContext, units: list[Unit]) -> tuple[list[Unit], l
     return [u for u in units if any(p.key in bad for p in u.pods)], [
         u for u in units if not any(p.key in bad for p in u.pods)
     ]
+
+
+def _tie_break(seed: int, unit: Unit) -> tuple[object, ...]:
+    key = unit.importance()
+    if not seed:
+        return key
+    return (*key[:-1], hashlib.blake2b(f"{seed}:{key[-1]}".encode(), digest_size=8).digest())
 
 
 def _gang_order_mattered(units: Sequence[Unit], victims: Sequence[Unit]) -> bool:
