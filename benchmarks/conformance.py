@@ -57,18 +57,8 @@ def _print_diffs(r: Comparison) -> None:
         return
     lines = [f"  {cat:9} {d}" for cat in CATEGORIES for d in r.diffs.get(cat, [])]
     if lines or not r.settled:
-        marks = [
-            m
-            for m, on in (
-                ("not settled", not r.settled),
-                ("tie-dependent", r.tie_dependent),
-                ("member-order", r.member_order),
-                ("preemption-race", r.preemption_race),
-                ("condition-race", r.condition_race),
-                ("async-preemption", r.async_preemption and not (r.tie_dependent or r.member_order)),
-                (f"kube-varies: {r.kube_varies}", bool(r.kube_varies)),
-            )
-            if on
+        marks = ([] if r.settled else ["not settled"]) + [
+            f"kube-varies: {r.kube_varies}" if m == "kube-varies" else m for m in r.marks()
         ]
         print(f"{r.snapshot}:{' (' + ', '.join(marks) + ')' if marks else ''}", flush=True)
         print("\n".join(lines), flush=True)

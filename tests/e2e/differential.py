@@ -123,8 +123,19 @@ class Comparison:
     @property
     def marked(self) -> bool:
         """A mark explains the disagreement (kube-scheduler's ties, member order, races or variation)."""
-        marks = (self.tie_dependent, self.member_order, self.preemption_race, self.condition_race)
-        return any(marks) or self.async_preemption
+        return bool(self.marks())
+
+    def marks(self) -> list[str]:
+        """The marks that apply, in the order the table counts them (the first one is the snapshot's)."""
+        flags = (
+            ("tie-dependent", self.tie_dependent),
+            ("member-order", self.member_order),
+            ("preemption-race", self.preemption_race),
+            ("condition-race", self.condition_race),
+            ("async-preemption", self.async_preemption),
+            ("kube-varies", bool(self.kube_varies)),
+        )
+        return [name for name, on in flags if on]
 
     def disagreeing(self) -> list[str]:
         return [c for c in CATEGORIES if not self.agrees(c)]
@@ -323,10 +334,7 @@ def table(results: Sequence[Comparison]) -> str:
                 1 for r in ran if not r.agrees(cat) and r.preemption_race and not r.tie_dependent and not r.member_order
             )
             cond = sum(1 for r in ran if not r.agrees(cat) and r.condition_race)
-            early = (r.tie_dependent or r.member_order or r.preemption_race or r.condition_race for r in ran)
-            lingering = sum(
-                1 for r, e in zip(ran, early, strict=True) if not r.agrees(cat) and r.async_preemption and not e
-            )
+            lingering = sum(1 for r in ran if not r.agrees(cat) and r.marks()[:1] == ["async-preemption"])
             varies = sum(1 for r in ran if not r.agrees(cat) and r.kube_varies)
             row = f"{source:10} {cat:10} {f'{ok}/{len(ran)}':>16} {f'{items[0]}/{items[1]}':>14}"
             lines.append(f"{row} {ties:>14} {order:>13} {race:>13} {cond:>10} {lingering:>6} {varies:>12}")

@@ -153,17 +153,13 @@ def _check(harness: Harness, snap: Snapshot, known_diffs: dict[str, dict[str, st
         pytest.xfail(f"kube-varies: {r.kube_varies} ({', '.join(r.disagreeing())} differed in run 1)")
     if r.marked:
         # kube-scheduler's own random choices and races (docs/conformance.md): marked, and never a pass.
-        marks = [
-            m
-            for m, on in (
-                ("tie-dependent", r.tie_dependent),
-                (KUBE_MEMBER_ORDER, r.member_order),
-                (CONDITION_RACE, r.condition_race),
-                (ASYNC_PREEMPTION, r.async_preemption),
-            )
-            if on
-        ]
-        pytest.xfail("; ".join(marks) or KUBE_PREEMPTION_RACE)
+        why = {
+            "member-order": KUBE_MEMBER_ORDER,
+            "preemption-race": KUBE_PREEMPTION_RACE,
+            "condition-race": CONDITION_RACE,
+            "async-preemption": ASYNC_PREEMPTION,
+        }
+        pytest.xfail("; ".join(why.get(m, m) for m in r.marks()))
     known = known_diffs.get(snap.name, {})
     unexplained = {c: d for c, d in r.diffs.items() if d and c not in known}
     assert not unexplained, _report(r, harness.cp.kube.version)

@@ -19,7 +19,6 @@ greedy placement of identical pods is optimal; other gangs are evaluated by runn
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -31,6 +30,7 @@ from phalanx.cluster.pods import PodInfo
 from phalanx.scheduling.framework import MAX_NODE_SCORE, BoolArray, CountingPlugin, CycleState, IntArray
 from phalanx.scheduling.plugins.node_resources_fit import NodeResourcesFit
 from phalanx.scheduling.profile import Profile
+from phalanx.scheduling.ties import seeded_hash
 
 __all__ = [
     "ANNOTATION_PREFERRED",
@@ -247,5 +247,4 @@ def best_fit(free: IntArray, need: int) -> list[int] | None:
 
 
 def tie_break(seed: int, dom: Domain) -> int:
-    digest = hashlib.blake2b(f"{seed}:{dom.key}={dom.value}".encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "little")
+    return seeded_hash(seed, f"{dom.key}={dom.value}")

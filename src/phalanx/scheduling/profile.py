@@ -13,7 +13,6 @@ Two caches make a pod cost a few vector operations instead of a full evaluation:
 
 from __future__ import annotations
 
-import hashlib
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -38,6 +37,7 @@ from phalanx.scheduling.framework import (
 )
 from phalanx.scheduling.plugins.resource_allocation import ResourceSpec
 from phalanx.scheduling.reasons import Reason
+from phalanx.scheduling.ties import seeded_hash
 
 __all__ = ["BEYOND_V136_SCORES", "Attempt", "Profile", "nodes_to_find"]
 
@@ -380,5 +380,4 @@ def _incremental_plugin(plugin: FilterPlugin | ScorePlugin) -> bool:
 
 
 def _hash(seed: int, text: str) -> int:
-    digest = hashlib.blake2b(f"{seed}:{text}".encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "little", signed=True)
+    return seeded_hash(seed, text, signed=True)

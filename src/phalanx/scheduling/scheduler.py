@@ -77,7 +77,9 @@ class Scheduler:
     ) -> None:
         config = config or SchedulerConfig()
         self.async_victims = async_victims
-        self._terminating: list[PodInfo] = []  # evicted, still on their nodes (async_victims) until the queue drains
+        self._terminating: dict[
+            str, PodInfo
+        ] = {}  # evicted, still on their nodes (async_victims) until the queue drains
         self.only = scheduler_name
         self._seed = seed
         self.recorder: Recorder = recorder if recorder is not None else o.OutcomeLog()
@@ -633,11 +635,11 @@ class Scheduler:
         With ``async_victims`` they keep their nodes until the active queue drains (``_finish_terminating``)."""
         for pi in victims:
             row = self.state.placement.get(pi.key)
-            if row is None or any(t.key == pi.key for t in self._terminating):
+            if row is None or pi.key in self._terminating:
                 continue
             node = self.state.table.names[row]
             if self.async_victims:
-                self._terminating.append(pi)
+                self._terminating[pi.key] = pi
             else:
                 self._remove_victim(pi)
             group = pi.group_key if pi.group_key in self._groups else None
@@ -665,8 +667,8 @@ class Scheduler:
 
     def _finish_terminating(self) -> None:
         """The evicted pods' deletions land: their nodes are freed and one PodDelete event is sent."""
-        done, self._terminating = self._terminating, []
-        for pi in done:
+        done, self._terminating = self._terminating, {}
+        for pi in done.values():
             if pi.key in self.state.placement:
                 self._remove_victim(pi)
         self.queue.on_event(ClusterEvent.POD_DELETE)

@@ -4,7 +4,6 @@ or a whole PodGroup-mode group), all removed, then reprieved most important firs
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -16,6 +15,7 @@ from phalanx.scheduling.groups import DISRUPTION_MODE_POD_GROUP
 from phalanx.scheduling.preemption.budgets import Budgets
 from phalanx.scheduling.preemption.common import NEVER, Held, start_time
 from phalanx.scheduling.preemption.units import running_gang_member
+from phalanx.scheduling.ties import seeded_hash
 
 if TYPE_CHECKING:
     from phalanx.scheduling.context import CycleContext
@@ -234,7 +234,7 @@ def _tie_break(seed: int, unit: Unit) -> tuple[object, ...]:
     key = unit.importance()
     if not seed:
         return key
-    return (*key[:-1], hashlib.blake2b(f"{seed}:{key[-1]}".encode(), digest_size=8).digest())
+    return (*key[:-1], seeded_hash(seed, key[-1]))
 
 
 def _gang_order_mattered(units: Sequence[Unit], victims: Sequence[Unit]) -> bool:
